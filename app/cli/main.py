@@ -1,0 +1,40 @@
+"""The `remit` command line."""
+
+import os
+import sys
+
+import typer
+
+from app.cli.db import db_app
+from app.cli.demo import demo
+from app.cli.relay import relay
+from app.cli.status import status
+from app.cli.submit import submit
+from app.cli.tenants import tenants_app
+
+cli = typer.Typer(
+    name="remit",
+    help="remit: multi-tenant payment message processing.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+)
+cli.add_typer(db_app, name="db")
+cli.add_typer(tenants_app, name="tenants")
+cli.command("submit")(submit)
+cli.command("relay")(relay)
+cli.command("status")(status)
+cli.command("demo")(demo)
+
+
+@cli.command("consume")
+def consume(workers: int = typer.Option(1, "--workers", "-w", min=1, help="Consumer processes.")) -> None:
+    """Run the consumer service (same as `faststream run app.main:app`).
+
+    Example: remit consume --workers 2
+    """
+    args = ["faststream", "run", "app.main:app", "--workers", str(workers)]
+    os.execvp(sys.executable, [sys.executable, "-m", *args])  # noqa: S606 - replace this process, no shell
+
+
+def run() -> None:
+    cli()

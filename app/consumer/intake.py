@@ -1,0 +1,63 @@
+"""Turn a raw delivery into a trusted PaymentMessage, or say precisely why it cannot be one."""
+
+from datetime import datetime
+from uuid import UUID
+
+from pydantic import ValidationError
+
+from app.consumer.delivery import Delivery
+from app.errors import InvalidMessage, MessageExpired, TenantMismatch
+from app.messaging import headers
+from contracts import PaymentMessage
+
+JSON = "application/json"
+
+
+def read_payment(delivery: Delivery, now: datetime, max_bytes: int) -> PaymentMessage:
+    _check_envelope(delivery, max_bytes)
+    message = _parse(delivery.body)
+    _check_identity(delivery, message)
+    if not message.validation_result.passed:
+        raise InvalidMessage("validation_result.passed is false: the publisher did not validate this payment")
+    if message.is_expired(now):
+        raise MessageExpired(f"expired at {message.expires_at.isoformat()} (ttl {message.ttl_seconds}s)")
+    return message
+
+
+def _check_envelope(delivery: Delivery, max_bytes: int) -> None:
+    if len(delivery.body) > max_bytes:
+        raise InvalidMessage(f"body is {len(delivery.body)} bytes, over the {max_bytes}-byte limit")
+    content_type = (delivery.content_type or "").split(";")[0].strip().lower()
+    if content_type != JSON:
+        raise InvalidMessage(f"content_type must be {JSON}, got {delivery.content_type!r}")
+
+
+def _parse(body: bytes) -> PaymentMessage:
+    try:
+        return PaymentMessage.from_wire(body)
+    except ValidationError as exc:
+        raise InvalidMessage(_describe(exc)) from exc
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = [f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors()[:10]]
+    return "; ".join(parts)
+
+
+def _check_identity(delivery: Delivery, message: PaymentMessage) -> None:
+    header_tenant = delivery.headers.get(headers.TENANT)
+    if header_tenant != message.tenant_id:
+        raise TenantMismatch(
+            f"header {headers.TENANT}={header_tenant!r} does not match body tenant_id={message.tenant_id!r}"
+        )
+    if delivery.message_id is not None and not _same_id(delivery.message_id, message.message_id):
+        raise InvalidMessage(
+            f"AMQP message_id {delivery.message_id!r} does not match body message_id {message.message_id}"
+        )
+
+
+def _same_id(amqp_id: str, body_id: UUID) -> bool:
+    try:
+        return UUID(amqp_id) == body_id
+    except ValueError:
+        return False

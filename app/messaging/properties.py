@@ -1,0 +1,59 @@
+"""AMQP properties of a payment message, as the wire contract fixes them (DESIGN.md, 'The message')."""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+import aio_pika
+
+from app.messaging import headers
+from contracts import PaymentMessage
+
+CONTENT_TYPE = "application/json"
+# A message already past its TTL is still published, with the shortest expiry, so that it reaches the
+# dead-letter store as `expired` through the one path every expired message takes.
+MIN_EXPIRATION = timedelta(milliseconds=1)
+
+
+@dataclass(frozen=True, slots=True)
+class OutboundPayment:
+    """What the AMQP properties are made of; the outbox stores exactly these next to the body."""
+
+    message_id: UUID
+    correlation_id: str
+    tenant_id: str
+    timestamp: datetime
+    expires_at: datetime
+    body: bytes
+
+    @classmethod
+    def of(cls, payment: PaymentMessage) -> "OutboundPayment":
+        return cls(
+            message_id=payment.message_id,
+            correlation_id=payment.correlation_id,
+            tenant_id=payment.tenant_id,
+            timestamp=payment.timestamp_utc,
+            expires_at=payment.expires_at,
+            body=payment.to_wire(),
+        )
+
+
+def amqp_message(
+    payment: OutboundPayment,
+    now: datetime,
+    user_id: str | None,
+    extra_headers: Mapping[str, Any] | None = None,
+) -> aio_pika.Message:
+    return aio_pika.Message(
+        body=payment.body,
+        content_type=CONTENT_TYPE,
+        delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+        message_id=str(payment.message_id),
+        correlation_id=payment.correlation_id,
+        timestamp=payment.timestamp,
+        expiration=max(payment.expires_at - now, MIN_EXPIRATION),
+        headers={headers.TENANT: payment.tenant_id, **(extra_headers or {})},
+        user_id=user_id,
+    )

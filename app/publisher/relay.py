@@ -1,0 +1,141 @@
+"""The outbox relay: publishes accepted payments with broker confirms and marks them published after.
+
+One relay is active at a time (a PostgreSQL advisory lock; others wait as standbys), which is what lets
+it promise first delivery in submission order per batch. A crash between publish and mark means the
+rows are published again on restart: a duplicate the idempotent consumer absorbs, never a loss.
+"""
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from aio_pika.abc import AbstractChannel, AbstractExchange
+from sqlalchemy import Row, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from app.messaging.properties import OutboundPayment, amqp_message
+from app.messaging.topology import routing_key
+from app.storage.tables import outbox
+
+log = logging.getLogger("remit.relay")
+
+RELAY_LOCK_KEY = 0x72656D6974  # "remit": one advisory lock id for the relay leadership
+
+
+class OutboxRelay:
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        channel: AbstractChannel,
+        exchange_name: str,
+        user_id: str,
+        batch_size: int,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        after_publish: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._after_publish = after_publish
+        self._engine = engine
+        self._channel = channel
+        self._exchange_name = exchange_name
+        self._user_id = user_id
+        self._batch_size = batch_size
+        self._clock = clock
+        self._exchange: AbstractExchange | None = None
+
+    async def relay_once(self) -> int:
+        """Publish one batch of unpublished rows; return how many were confirmed."""
+        exchange = await self._get_exchange()
+        async with self._engine.connect() as conn, conn.begin():
+            rows = (await conn.execute(_next_rows(self._batch_size))).all()
+            if not rows:
+                return 0
+            confirmed = await self._publish(exchange, rows)
+            self._after_publish()
+            if confirmed:
+                await _mark_published(conn, confirmed, self._clock())
+        return len(confirmed)
+
+    async def run(self, stop: asyncio.Event, poll_seconds: float) -> None:
+        async with self._engine.connect() as lock_conn:
+            await _wait_for_leadership(lock_conn, stop)
+            log.info("relay is active")
+            while not stop.is_set():
+                published = await self._relay_or_pause(poll_seconds)
+                if published == 0:
+                    await _sleep_unless(stop, poll_seconds)
+
+    async def _relay_or_pause(self, pause: float) -> int:
+        try:
+            return await self.relay_once()
+        except Exception:
+            log.exception("relay cycle failed; retrying in %.1fs", pause)
+            await asyncio.sleep(pause)
+            return 0
+
+    async def _get_exchange(self) -> AbstractExchange:
+        if self._exchange is None:
+            self._exchange = await self._channel.get_exchange(self._exchange_name, ensure=True)
+        return self._exchange
+
+    async def _publish(self, exchange: AbstractExchange, rows: Sequence[Row[Any]]) -> list[int]:
+        now = self._clock()
+        results = await asyncio.gather(
+            *(
+                exchange.publish(
+                    amqp_message(_outbound(row), now, self._user_id),
+                    routing_key=routing_key(row.tenant_id),
+                    mandatory=True,
+                )
+                for row in rows
+            ),
+            return_exceptions=True,
+        )
+        confirmed = []
+        for row, result in zip(rows, results, strict=True):
+            if isinstance(result, BaseException):
+                log.error("publish of %s failed, will retry: %r", row.message_id, result)
+            else:
+                confirmed.append(row.outbox_id)
+        return confirmed
+
+
+def _next_rows(limit: int) -> Any:
+    return (
+        select(outbox)
+        .where(outbox.c.published_at.is_(None))
+        .order_by(outbox.c.outbox_id)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
+
+
+def _outbound(row: Row[Any]) -> OutboundPayment:
+    return OutboundPayment(
+        message_id=row.message_id,
+        correlation_id=row.correlation_id,
+        tenant_id=row.tenant_id,
+        timestamp=row.accepted_at,
+        expires_at=row.expires_at,
+        body=row.body,
+    )
+
+
+async def _mark_published(conn: AsyncConnection, outbox_ids: list[int], now: datetime) -> None:
+    await conn.execute(update(outbox).where(outbox.c.outbox_id.in_(outbox_ids)).values(published_at=now))
+
+
+async def _wait_for_leadership(conn: AsyncConnection, stop: asyncio.Event) -> None:
+    while not stop.is_set():
+        got = (await conn.exec_driver_sql(f"SELECT pg_try_advisory_lock({RELAY_LOCK_KEY})")).scalar_one()
+        await conn.commit()
+        if got:
+            return
+        await _sleep_unless(stop, 1.0)
+
+
+async def _sleep_unless(stop: asyncio.Event, seconds: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), timeout=seconds)

@@ -1,0 +1,53 @@
+"""The one Settings object. Every value can be set with an environment variable prefixed REMIT_."""
+
+from functools import cache
+
+from pydantic import Field, PositiveInt
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="REMIT_", env_file=".env", extra="ignore")
+
+    database_url: str = Field(
+        default="postgresql+asyncpg://root@127.0.0.1:5432/remit",
+        description="SQLAlchemy URL of the PostgreSQL database (asyncpg driver).",
+    )
+    amqp_url: str = Field(default="amqp://guest:guest@127.0.0.1:5672/", description="RabbitMQ AMQP URL.")
+    rabbitmq_management_url: str = Field(
+        default="http://guest:guest@127.0.0.1:15672", description="RabbitMQ management API (provisioning, tests)."
+    )
+
+    exchange: str = "payments"
+    work_queue: str = "payments.work"
+    dead_letter_exchange: str = "payments.dlx"
+    dead_letter_queue: str = "payments.dlq"
+    retry_delays_seconds: list[float] = Field(
+        default=[1.0, 5.0, 30.0], description="Backoff per retry level; one TTL queue per level."
+    )
+    max_retries: int = Field(default=3, ge=0, description="Retries after the first attempt before dead-lettering.")
+    delivery_limit: PositiveInt = Field(
+        default=20, description="Broker-side backstop for redeliveries (crash loops) on the work queue."
+    )
+
+    prefetch: PositiveInt = Field(default=256, description="Unacked deliveries per consumer channel.")
+    commit_batch_max: PositiveInt = Field(default=256, description="Most messages committed in one transaction.")
+    max_message_bytes: PositiveInt = 64 * 1024
+
+    relay_batch_size: PositiveInt = 500
+    relay_poll_seconds: float = Field(default=0.2, gt=0)
+
+    default_ttl_seconds: PositiveInt = 86_400
+    max_amount_cents: PositiveInt = Field(
+        default=100_000_000, description="Business limit per payment checked by the publisher (limit_ok)."
+    )
+
+    # Fault injection for the crash tests and the chaos rig only: the process SIGKILLs itself at the
+    # named point. Never set in production.
+    fault_kill_after_commits: PositiveInt | None = None
+    fault_kill_after_publishes: PositiveInt | None = None
+
+
+@cache
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,180 @@
+"""SQLAlchemy Core tables. alembic/ owns the schema; these mirror it (a test compares the two)."""
+
+from datetime import datetime
+
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    Column,
+    DateTime,
+    ForeignKey,
+    Identity,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB, UUID
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+
+def _now() -> "Column[datetime]":
+    return Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now())
+
+
+tenants = Table(
+    "tenants",
+    metadata,
+    Column("tenant_id", String(32), primary_key=True),
+    Column("name", Text, nullable=False),
+    Column("tier", String(16), nullable=False, server_default="basic"),
+    Column("status", String(16), nullable=False, server_default="active"),
+    Column("default_ttl_seconds", Integer, nullable=False, server_default="86400"),
+    Column("max_retries", Integer, nullable=False, server_default="3"),
+    Column("max_message_bytes", Integer, nullable=False, server_default="65536"),
+    _now(),
+    CheckConstraint("tier in ('free','basic','premium','enterprise')", name="tier"),
+    CheckConstraint("status in ('active','suspended')", name="status"),
+    CheckConstraint(r"tenant_id ~ '^[a-z0-9][a-z0-9_-]{1,31}$'", name="tenant_id_format"),
+)
+
+batches = Table(
+    "batches",
+    metadata,
+    Column("correlation_id", String(64), primary_key=True),
+    Column("tenant_id", String(32), ForeignKey("tenants.tenant_id"), nullable=False, index=True),
+    Column("source_name", Text, nullable=False),
+    Column("source_sha256", String(64), nullable=False),
+    Column("accepted_count", Integer, nullable=False),
+    Column("rejected_count", Integer, nullable=False),
+    Column("submitted_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    UniqueConstraint("tenant_id", "source_sha256"),
+)
+
+# Control totals stated by the bulk file (or computed from it when it states none), per currency.
+batch_totals = Table(
+    "batch_totals",
+    metadata,
+    Column("correlation_id", String(64), ForeignKey("batches.correlation_id"), primary_key=True),
+    Column("currency", String(3), primary_key=True),
+    Column("tenant_id", String(32), nullable=False),
+    Column("accepted_count", Integer, nullable=False),
+    Column("accepted_cents", BigInteger, nullable=False),
+    Column("control_count", Integer),
+    Column("control_cents", BigInteger),
+)
+
+batch_rejections = Table(
+    "batch_rejections",
+    metadata,
+    Column("correlation_id", String(64), ForeignKey("batches.correlation_id"), primary_key=True),
+    Column("row_number", Integer, primary_key=True),
+    Column("tenant_id", String(32), nullable=False),
+    Column("payment_reference", Text),
+    Column("currency", Text),
+    Column("amount_cents", BigInteger),
+    Column("errors", JSONB, nullable=False),
+)
+
+outbox = Table(
+    "outbox",
+    metadata,
+    Column("outbox_id", BigInteger, Identity(), primary_key=True),
+    Column("message_id", UUID(as_uuid=True), nullable=False, unique=True),
+    Column("tenant_id", String(32), nullable=False),
+    Column("correlation_id", String(64), ForeignKey("batches.correlation_id"), nullable=False, index=True),
+    Column("seq", Integer, nullable=False),
+    Column("payment_reference", String(35), nullable=False),
+    Column("amount_cents", BigInteger, nullable=False),
+    Column("currency", String(3), nullable=False),
+    Column("body", LargeBinary, nullable=False),
+    Column("accepted_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Column("published_at", DateTime(timezone=True)),
+    UniqueConstraint("tenant_id", "payment_reference"),
+    UniqueConstraint("correlation_id", "seq"),
+    CheckConstraint("amount_cents > 0", name="amount_positive"),
+    Index("ix_outbox_unpublished", "outbox_id", postgresql_where=text("published_at IS NULL")),
+)
+
+processed_messages = Table(
+    "processed_messages",
+    metadata,
+    Column("message_id", UUID(as_uuid=True), primary_key=True),
+    Column("tenant_id", String(32), nullable=False, index=True),
+    Column("correlation_id", String(64), nullable=False, index=True),
+    Column("attempt", Integer, nullable=False),
+    Column("processed_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)
+
+ledger = Table(
+    "ledger",
+    metadata,
+    Column("transfer_id", BigInteger, Identity(), primary_key=True),
+    Column("message_id", UUID(as_uuid=True), nullable=False, unique=True),
+    Column("tenant_id", String(32), nullable=False, index=True),
+    Column("correlation_id", String(64), nullable=False, index=True),
+    Column("payment_reference", String(35), nullable=False),
+    Column("amount_cents", BigInteger, nullable=False),
+    Column("currency", String(3), nullable=False),
+    Column("debtor_bsb", String(7), nullable=False),
+    Column("debtor_account", String(10), nullable=False),
+    Column("creditor_bsb", String(7), nullable=False),
+    Column("creditor_account", String(10), nullable=False),
+    Column("booked_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    CheckConstraint("amount_cents > 0", name="amount_positive"),
+)
+
+# Every delivery attempt that did not end in success, written before the message can be lost.
+delivery_attempts = Table(
+    "delivery_attempts",
+    metadata,
+    Column("attempt_id", BigInteger, Identity(), primary_key=True),
+    Column("message_id", UUID(as_uuid=True), index=True),
+    Column("tenant_id", String(32)),
+    Column("attempt", Integer, nullable=False),
+    Column("outcome", String(32), nullable=False),
+    Column("error_type", Text),
+    Column("error_message", Text),
+    Column("queue", Text),
+    Column("at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)
+
+dead_letters = Table(
+    "dead_letters",
+    metadata,
+    Column("dead_letter_id", BigInteger, Identity(), primary_key=True),
+    Column("dedup_key", Text, nullable=False, unique=True),
+    Column("message_id", UUID(as_uuid=True), index=True),
+    Column("tenant_id", String(32), index=True),
+    Column("correlation_id", String(64), index=True),
+    Column("payment_reference", Text),
+    Column("amount_cents", BigInteger),
+    Column("currency", String(3)),
+    Column("reason", String(32), nullable=False, index=True),
+    Column("error_type", Text),
+    Column("error_message", Text),
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Column("first_failed_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("last_failed_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("original_queue", Text),
+    Column("body", LargeBinary, nullable=False),
+    Column("headers", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    Column("status", String(16), nullable=False, server_default="open"),
+    CheckConstraint("status in ('open','replayed','resolved','discarded')", name="status"),
+)

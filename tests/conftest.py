@@ -1,0 +1,62 @@
+"""Shared fixtures. Real services: one fresh, migrated database per test run; a fresh vhost per test."""
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.bootstrap import uow_factory_for
+from app.settings import Settings
+from app.storage.engine import make_engine
+from app.storage.migrations import upgrade_to_head
+from app.storage.unit_of_work import UnitOfWorkFactory
+from tests.utils.services import ServiceEnv, create_database, create_vhost, delete_vhost, drop_database
+
+
+@pytest.fixture(scope="session")
+async def database_url() -> AsyncIterator[str]:
+    url = await create_database()
+    await upgrade_to_head(url)
+    yield url
+    await drop_database(url)
+
+
+@pytest.fixture
+def vhost() -> Iterator[str]:
+    name = create_vhost()
+    yield name
+    delete_vhost(name)
+
+
+@pytest.fixture
+def service_env(database_url: str, vhost: str) -> ServiceEnv:
+    return ServiceEnv(database_url=database_url, vhost=vhost)
+
+
+@pytest.fixture
+def settings(service_env: ServiceEnv) -> Settings:
+    return Settings(
+        database_url=service_env.database_url,
+        amqp_url=service_env.amqp_url,
+        retry_delays_seconds=[0.2, 0.5, 1.0],
+    )
+
+
+@pytest.fixture(scope="session")
+async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
+    eng = make_engine(database_url, pool_size=5)
+    yield eng
+    await eng.dispose()
+
+
+@pytest.fixture(scope="session")
+def uow_factory(engine: AsyncEngine) -> UnitOfWorkFactory:
+    return uow_factory_for(engine)
+
+
+@pytest.fixture
+def logs_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "logs"
+    path.mkdir()
+    return path

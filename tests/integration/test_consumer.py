@@ -1,0 +1,165 @@
+"""The idempotent consumer as a real process on real RabbitMQ and PostgreSQL."""
+
+import asyncio
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aio_pika.abc import AbstractChannel
+
+from app.messaging import headers
+from app.settings import Settings
+from app.storage.unit_of_work import UnitOfWorkFactory
+from tests.utils.factories import make_wire_dict, to_wire_bytes
+from tests.utils.services import ServiceEnv, ServiceProcess, eventually
+from tests.utils.world import attempts_for, fresh_tenant, ledger_count, processed_count, publish_raw
+
+pytestmark = pytest.mark.integration
+
+
+async def _dead_letters(channel: AbstractChannel, settings: Settings, n: int) -> list[Any]:
+    queue = await channel.get_queue(settings.dead_letter_queue)
+    found: list[Any] = []
+    for _ in range(150):
+        message = await queue.get(no_ack=True, fail=False)
+        if message is not None:
+            found.append(message)
+            if len(found) == n:
+                return found
+        else:
+            await asyncio.sleep(0.1)
+    raise AssertionError(f"expected {n} dead letters, got {len(found)}")
+
+
+async def test_same_message_id_three_times_moves_money_once(
+    uow_factory: UnitOfWorkFactory, settings: Settings, channel: AbstractChannel, consumer: ServiceProcess
+) -> None:
+    tenant = await fresh_tenant(uow_factory)
+    wire = make_wire_dict(tenant_id=tenant)
+    for _ in range(3):
+        await publish_raw(
+            settings.amqp_url,
+            to_wire_bytes(wire),
+            f"{tenant}.payment",
+            tenant_header=tenant,
+            message_id=wire["message_id"],
+        )
+    message_id = wire["message_id"]
+
+    async def booked() -> bool:
+        return await ledger_count(uow_factory, message_id) >= 1
+
+    await eventually(booked)
+    await asyncio.sleep(1.5)  # give the two duplicates every chance to be (wrongly) booked
+    assert await ledger_count(uow_factory, message_id) == 1
+    assert await processed_count(uow_factory, message_id) == 1
+
+
+async def test_killed_after_commit_before_ack_is_redelivered_and_not_paid_twice(
+    service_env: ServiceEnv,
+    uow_factory: UnitOfWorkFactory,
+    settings: Settings,
+    channel: AbstractChannel,
+    logs_dir: Path,
+) -> None:
+    tenant = await fresh_tenant(uow_factory)
+    wire = make_wire_dict(tenant_id=tenant)
+    doomed = ServiceProcess.consumer(
+        service_env.env(REMIT_FAULT_KILL_AFTER_COMMITS="1"), logs_dir / "consumer-doomed.log"
+    )
+    await publish_raw(
+        settings.amqp_url,
+        to_wire_bytes(wire),
+        f"{tenant}.payment",
+        tenant_header=tenant,
+        message_id=wire["message_id"],
+    )
+    assert doomed.wait_exit(timeout=60) == -9
+    assert await ledger_count(uow_factory, wire["message_id"]) == 1  # committed before the kill
+
+    survivor = ServiceProcess.consumer(service_env.env(), logs_dir / "consumer.log")
+    try:
+        work = await channel.get_queue(settings.work_queue)
+
+        async def drained() -> bool:
+            declared = await channel.declare_queue(work.name, passive=True)
+            return declared.declaration_result.message_count == 0
+
+        await eventually(drained)
+        await asyncio.sleep(1.0)
+    finally:
+        survivor.stop()
+    assert await ledger_count(uow_factory, wire["message_id"]) == 1
+    assert await processed_count(uow_factory, wire["message_id"]) == 1
+
+
+async def test_header_body_tenant_mismatch_is_quarantined_not_processed(
+    uow_factory: UnitOfWorkFactory, settings: Settings, channel: AbstractChannel, consumer: ServiceProcess
+) -> None:
+    victim = await fresh_tenant(uow_factory)
+    attacker = await fresh_tenant(uow_factory)
+    wire = make_wire_dict(tenant_id=victim)
+    await publish_raw(
+        settings.amqp_url,
+        to_wire_bytes(wire),
+        f"{attacker}.payment",
+        tenant_header=attacker,
+        message_id=wire["message_id"],
+    )
+    [dead] = await _dead_letters(channel, settings, 1)
+    assert dead.headers[headers.REASON] == "tenant_mismatch"
+    assert dead.message_id == wire["message_id"]
+    assert dead.body == to_wire_bytes(wire)  # the evidence is kept byte for byte
+    assert await ledger_count(uow_factory, wire["message_id"]) == 0
+    [attempt] = await attempts_for(uow_factory, wire["message_id"])
+    assert attempt.outcome == "dead_lettered"
+    assert attempt.error_type == "TenantMismatch"
+
+
+async def test_malformed_bodies_are_dead_lettered_with_reasons_and_the_consumer_carries_on(
+    uow_factory: UnitOfWorkFactory, settings: Settings, channel: AbstractChannel, consumer: ServiceProcess
+) -> None:
+    tenant = await fresh_tenant(uow_factory)
+    key = f"{tenant}.payment"
+    bad_bodies = [
+        (b"{not json", "application/json"),
+        (json.dumps(make_wire_dict(tenant_id=tenant, amount_cents=10.5)).encode(), "application/json"),
+        (to_wire_bytes(make_wire_dict(tenant_id=tenant)), "text/plain"),
+        (b"\xff\xfe\x00", None),
+    ]
+    for body, content_type in bad_bodies:
+        await publish_raw(settings.amqp_url, body, key, tenant_header=tenant, content_type=content_type)
+    dead = await _dead_letters(channel, settings, len(bad_bodies))
+    assert {d.headers[headers.REASON] for d in dead} == {"invalid"}
+    errors = " | ".join(str(d.headers[headers.ERROR_MESSAGE]) for d in dead)
+    assert "amount_cents" in errors
+    assert "content_type must be application/json" in errors
+
+    good = make_wire_dict(tenant_id=tenant)
+    await publish_raw(settings.amqp_url, to_wire_bytes(good), key, tenant_header=tenant, message_id=good["message_id"])
+
+    async def booked() -> bool:
+        return await ledger_count(uow_factory, good["message_id"]) == 1
+
+    await eventually(booked)
+    assert consumer.proc.poll() is None
+
+
+async def test_expired_on_arrival_is_dead_lettered_never_processed(
+    uow_factory: UnitOfWorkFactory, settings: Settings, channel: AbstractChannel, consumer: ServiceProcess
+) -> None:
+    tenant = await fresh_tenant(uow_factory)
+    stamp = (datetime.now(UTC) - timedelta(hours=2)).isoformat().replace("+00:00", "Z")
+    wire = make_wire_dict(tenant_id=tenant, timestamp_utc=stamp, ttl_seconds=3600)
+    await publish_raw(
+        settings.amqp_url,
+        to_wire_bytes(wire),
+        f"{tenant}.payment",
+        tenant_header=tenant,
+        message_id=wire["message_id"],
+    )
+    [dead] = await _dead_letters(channel, settings, 1)
+    assert dead.headers[headers.REASON] == "expired"
+    assert await ledger_count(uow_factory, wire["message_id"]) == 0
