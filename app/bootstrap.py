@@ -6,7 +6,7 @@ from aio_pika.abc import AbstractChannel
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.consumer.committer import GroupCommitter
-from app.consumer.core_banking import CoreBanking, LedgerCoreBanking
+from app.consumer.core_banking import CoreBanking, FailureRules, LedgerCoreBanking
 from app.consumer.failures import FailureRouter, Republisher, RetryPolicy
 from app.consumer.processor import PaymentProcessor
 from app.consumer.republisher import AmqpRepublisher
@@ -22,6 +22,14 @@ def uow_factory_for(engine: AsyncEngine) -> UnitOfWorkFactory:
         return SqlUnitOfWork(engine)
 
     return factory
+
+
+def simulator_rules(settings: Settings) -> FailureRules:
+    return FailureRules(
+        closed_accounts=frozenset(settings.simulator_closed_accounts),
+        flaky_accounts=settings.simulator_flaky_accounts,
+        transient_rate=settings.simulator_transient_rate,
+    )
 
 
 @dataclass(slots=True)
@@ -45,7 +53,7 @@ def build_consumer(
         republisher = AmqpRepublisher(publish_channel, topology, login_of(settings.amqp_url))
     committer = GroupCommitter(
         uow_factory,
-        core_banking or LedgerCoreBanking(),
+        core_banking or LedgerCoreBanking(simulator_rules(settings)),
         settings.commit_batch_max,
         after_commit=KillAfter("after commit, before ack", settings.fault_kill_after_commits),
     )

@@ -42,6 +42,13 @@ class Settings(BaseSettings):
         default=100_000_000, description="Business limit per payment checked by the publisher (limit_ok)."
     )
 
+    # The core-banking simulator (the default adapter): deterministic failures for tests and the demo.
+    simulator_closed_accounts: list[str] = Field(default=[], description="Creditor accounts that are closed.")
+    simulator_flaky_accounts: dict[str, int] = Field(
+        default={}, description="Creditor account -> how many attempts time out before it succeeds."
+    )
+    simulator_transient_rate: float = Field(default=0.0, ge=0.0, lt=1.0, description="Share of attempts timing out.")
+
     # Fault injection for the crash tests and the chaos rig only: the process SIGKILLs itself at the
     # named point. Never set in production.
     fault_kill_after_commits: PositiveInt | None = None

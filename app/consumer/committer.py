@@ -12,13 +12,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
-from sqlalchemy import bindparam, delete, text
+from sqlalchemy import bindparam, delete, select, text
 from sqlalchemy.dialects.postgresql import ARRAY, INTEGER, VARCHAR
 from sqlalchemy.dialects.postgresql import UUID as PG_UUID
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.consumer.core_banking import CoreBanking
-from app.errors import RemitError, ServiceUnavailable
-from app.storage.tables import processed_messages
+from app.errors import RemitError, ServiceUnavailable, UnknownTenant
+from app.storage.tables import processed_messages, tenants
 from app.storage.unit_of_work import UnitOfWorkFactory
 from contracts import PaymentMessage
 
@@ -103,18 +104,36 @@ class GroupCommitter:
     async def _commit_batch(self, batch: Sequence[_Pending]) -> dict[int, Outcome | RemitError]:
         firsts = _first_per_message(batch)
         async with self._uow_factory() as uow:
-            rows = await uow.connection.execute(_CLAIM, _claim_params(firsts.values()))
+            unknown = await _unknown_tenants(uow.connection, {p.payment.tenant_id for p in firsts.values()})
+            claimable = [p for p in firsts.values() if p.payment.tenant_id not in unknown]
+            rows = await uow.connection.execute(_CLAIM, _claim_params(claimable))
             new_ids = {row.message_id for row in rows}
             payments = [firsts[i].payment for i in new_ids]
-            failures = await self._core_banking.book(uow.connection, payments)
-            if failures:
+            failures = {
+                **_unknown_tenant_failures(firsts.values(), unknown),
+                **await self._core_banking.book(uow.connection, payments),
+            }
+            if failed_claims := [i for i in failures if i in new_ids]:
                 # A failed booking must not leave an idempotency record behind: the retry needs it free.
                 await uow.connection.execute(
-                    delete(processed_messages).where(processed_messages.c.message_id.in_(list(failures)))
+                    delete(processed_messages).where(processed_messages.c.message_id.in_(failed_claims))
                 )
             await uow.commit()
         self._after_commit()
         return {id(item): _outcome(item, firsts, new_ids, failures) for item in batch}
+
+
+async def _unknown_tenants(connection: AsyncConnection, tenant_ids: set[str]) -> set[str]:
+    query = select(tenants.c.tenant_id).where(tenants.c.tenant_id.in_(tenant_ids))
+    return tenant_ids - set((await connection.execute(query)).scalars())
+
+
+def _unknown_tenant_failures(items: Iterable[_Pending], unknown: set[str]) -> dict[UUID, RemitError]:
+    return {
+        p.payment.message_id: UnknownTenant(f"tenant {p.payment.tenant_id!r} is not known to remit")
+        for p in items
+        if p.payment.tenant_id in unknown
+    }
 
 
 def _first_per_message(batch: Sequence[_Pending]) -> dict[UUID, _Pending]:
@@ -138,9 +157,11 @@ def _outcome(
     item: _Pending, firsts: dict[UUID, _Pending], new_ids: set[UUID], failures: Mapping[UUID, RemitError]
 ) -> Outcome | RemitError:
     message_id = item.payment.message_id
-    if firsts[message_id] is not item or message_id not in new_ids:
-        return Outcome.DUPLICATE
-    return failures.get(message_id, Outcome.PROCESSED)
+    if firsts[message_id] is not item:
+        return Outcome.DUPLICATE  # a second copy in the same batch: the first one decides
+    if message_id in failures:
+        return failures[message_id]
+    return Outcome.PROCESSED if message_id in new_ids else Outcome.DUPLICATE
 
 
 def _settle(done: asyncio.Future[Outcome], result: Outcome | BaseException) -> None:

@@ -56,13 +56,18 @@ class Topology:
         }
 
     def retry_queue(self, level: int) -> str:
-        return f"{self.work_queue}.retry.{level}"
+        # Named by its delay, not its level: changing the delays declares new queues instead of clashing
+        # with the old ones (PRECONDITION_FAILED), and the old ones still drain back to the work queue.
+        return f"{self.work_queue}.retry.{self._delay_ms(level)}ms"
+
+    def _delay_ms(self, level: int) -> int:
+        return int(self.retry_delays_seconds[level] * 1000)
 
     def retry_queue_arguments(self, level: int) -> dict[str, Any]:
         # When the delay runs out the broker dead-letters the message straight back to the work queue.
         return {
             **_SAFE_QUORUM,
-            "x-message-ttl": int(self.retry_delays_seconds[level] * 1000),
+            "x-message-ttl": self._delay_ms(level),
             "x-dead-letter-exchange": "",
             "x-dead-letter-routing-key": self.work_queue,
             "x-dead-letter-strategy": "at-least-once",

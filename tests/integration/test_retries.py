@@ -1,0 +1,221 @@
+"""Retries, permanent failures and TTL on the real broker, with the core-banking simulator's rules."""
+
+import asyncio
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import aio_pika
+import pytest
+from aio_pika.abc import AbstractChannel
+
+from app.messaging import headers
+from app.messaging.properties import CONTENT_TYPE
+from app.settings import Settings
+from app.storage.unit_of_work import UnitOfWorkFactory
+from tests.utils.factories import make_wire_dict, new_tenant_id, to_wire_bytes
+from tests.utils.services import ServiceEnv, ServiceProcess, eventually
+from tests.utils.world import attempts_for, fresh_tenant, ledger_count, publish_raw
+
+pytestmark = pytest.mark.integration
+
+
+def _consumer(env: ServiceEnv, logs: Path, name: str = "consumer", **overrides: str) -> ServiceProcess:
+    return ServiceProcess.consumer(env.env(**overrides), logs / f"{name}.log")
+
+
+async def _send(settings: Settings, wire: dict[str, Any]) -> None:
+    tenant = wire["tenant_id"]
+    await publish_raw(
+        settings.amqp_url,
+        to_wire_bytes(wire),
+        f"{tenant}.payment",
+        tenant_header=tenant,
+        message_id=wire["message_id"],
+    )
+
+
+async def _dead_letter(channel: AbstractChannel, settings: Settings, timeout: float = 30) -> Any:
+    queue = await channel.get_queue(settings.dead_letter_queue)
+    for _ in range(int(timeout * 10)):
+        message = await queue.get(no_ack=True, fail=False)
+        if message is not None:
+            return message
+        await asyncio.sleep(0.1)
+    raise AssertionError("no dead letter arrived")
+
+
+async def test_transient_failures_then_success_processes_once_after_n_attempts(
+    service_env: ServiceEnv,
+    uow_factory: UnitOfWorkFactory,
+    settings: Settings,
+    channel: AbstractChannel,
+    logs_dir: Path,
+) -> None:
+    tenant = await fresh_tenant(uow_factory)
+    wire = make_wire_dict(tenant_id=tenant, creditor_account="555000111")
+    consumer = _consumer(service_env, logs_dir, REMIT_SIMULATOR_FLAKY_ACCOUNTS='{"555000111": 2}')
+    try:
+        await _send(settings, wire)
+
+        async def booked() -> bool:
+            return await ledger_count(uow_factory, wire["message_id"]) == 1
+
+        await eventually(booked, timeout=30)
+        await asyncio.sleep(0.5)
+    finally:
+        consumer.stop()
+    assert await ledger_count(uow_factory, wire["message_id"]) == 1
+    attempts = await attempts_for(uow_factory, wire["message_id"])
+    assert [(a.attempt, a.outcome, a.error_type) for a in attempts] == [
+        (1, "retrying", "CoreBankingTimeout"),
+        (2, "retrying", "CoreBankingTimeout"),
+    ]
+
+
+async def test_always_failing_is_dead_lettered_after_the_limit_with_every_attempt_recorded(
+    service_env: ServiceEnv,
+    uow_factory: UnitOfWorkFactory,
+    settings: Settings,
+    channel: AbstractChannel,
+    logs_dir: Path,
+) -> None:
+    tenant = await fresh_tenant(uow_factory)
+    wire = make_wire_dict(tenant_id=tenant, creditor_account="555000222")
+    consumer = _consumer(
+        service_env, logs_dir, REMIT_SIMULATOR_FLAKY_ACCOUNTS='{"555000222": 99}', REMIT_MAX_RETRIES="3"
+    )
+    try:
+        await _send(settings, wire)
+        dead = await _dead_letter(channel, settings)
+    finally:
+        consumer.stop()
+    assert dead.headers[headers.REASON] == "retries_exhausted"
+    assert dead.headers[headers.ATTEMPTS] == 4
+    assert await ledger_count(uow_factory, wire["message_id"]) == 0
+    attempts = await attempts_for(uow_factory, wire["message_id"])
+    assert [(a.attempt, a.outcome) for a in attempts] == [
+        (1, "retrying"),
+        (2, "retrying"),
+        (3, "retrying"),
+        (4, "dead_lettered"),
+    ]
+
+
+async def test_permanent_failure_is_dead_lettered_at_once(
+    service_env: ServiceEnv,
+    uow_factory: UnitOfWorkFactory,
+    settings: Settings,
+    channel: AbstractChannel,
+    logs_dir: Path,
+) -> None:
+    tenant = await fresh_tenant(uow_factory)
+    wire = make_wire_dict(tenant_id=tenant, creditor_account="555000333")
+    consumer = _consumer(service_env, logs_dir, REMIT_SIMULATOR_CLOSED_ACCOUNTS='["555000333"]')
+    try:
+        await _send(settings, wire)
+        dead = await _dead_letter(channel, settings)
+    finally:
+        consumer.stop()
+    assert dead.headers[headers.REASON] == "permanent_failure"
+    assert "closed" in str(dead.headers[headers.ERROR_MESSAGE])
+    [attempt] = await attempts_for(uow_factory, wire["message_id"])
+    assert (attempt.attempt, attempt.outcome, attempt.error_type) == (1, "dead_lettered", "AccountClosed")
+    assert await ledger_count(uow_factory, wire["message_id"]) == 0
+
+
+async def test_unknown_tenant_is_dead_lettered(
+    uow_factory: UnitOfWorkFactory, settings: Settings, channel: AbstractChannel, consumer: ServiceProcess
+) -> None:
+    wire = make_wire_dict(tenant_id=new_tenant_id())  # never added
+    await _send(settings, wire)
+    dead = await _dead_letter(channel, settings)
+    assert dead.headers[headers.REASON] == "unknown_tenant"
+    assert await ledger_count(uow_factory, wire["message_id"]) == 0
+
+
+async def test_expired_in_the_queue_reaches_the_dead_letters_never_processed(
+    service_env: ServiceEnv,
+    uow_factory: UnitOfWorkFactory,
+    settings: Settings,
+    channel: AbstractChannel,
+    logs_dir: Path,
+) -> None:
+    tenant = await fresh_tenant(uow_factory)
+    wire = make_wire_dict(tenant_id=tenant)
+    exchange = await channel.get_exchange(settings.exchange)
+    await exchange.publish(  # no consumer yet: the broker expires it at the head of the queue
+        aio_pika.Message(
+            to_wire_bytes(wire),
+            content_type=CONTENT_TYPE,
+            message_id=wire["message_id"],
+            expiration=0.05,
+            headers={headers.TENANT: tenant},
+            delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+        ),
+        routing_key=f"{tenant}.payment",
+    )
+    dead = await _dead_letter(channel, settings)
+    assert dead.headers["x-first-death-reason"] == "expired"
+    consumer = _consumer(service_env, logs_dir)
+    try:
+        await asyncio.sleep(2.0)
+    finally:
+        consumer.stop()
+    assert await ledger_count(uow_factory, wire["message_id"]) == 0
+
+
+async def test_a_retry_never_extends_the_ttl(
+    service_env: ServiceEnv,
+    uow_factory: UnitOfWorkFactory,
+    settings: Settings,
+    channel: AbstractChannel,
+    logs_dir: Path,
+) -> None:
+    tenant = await fresh_tenant(uow_factory)
+    stamp = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+    wire = make_wire_dict(tenant_id=tenant, creditor_account="555000444", timestamp_utc=stamp, ttl_seconds=2)
+    consumer = _consumer(
+        service_env,
+        logs_dir,
+        REMIT_SIMULATOR_FLAKY_ACCOUNTS='{"555000444": 99}',
+        REMIT_RETRY_DELAYS_SECONDS="[1.5, 1.5, 1.5]",
+        REMIT_MAX_RETRIES="5",
+    )
+    try:
+        await _send(settings, wire)
+        dead = await _dead_letter(channel, settings)
+    finally:
+        consumer.stop()
+    assert dead.headers[headers.REASON] == "expired"
+    assert await ledger_count(uow_factory, wire["message_id"]) == 0
+
+
+async def test_consumer_killed_while_the_message_waits_in_a_delay_queue_still_retries(
+    service_env: ServiceEnv,
+    uow_factory: UnitOfWorkFactory,
+    settings: Settings,
+    channel: AbstractChannel,
+    logs_dir: Path,
+) -> None:
+    tenant = await fresh_tenant(uow_factory)
+    wire = make_wire_dict(tenant_id=tenant, creditor_account="555000555")
+    slow = {"REMIT_SIMULATOR_FLAKY_ACCOUNTS": '{"555000555": 1}', "REMIT_RETRY_DELAYS_SECONDS": "[3.0]"}
+    first = _consumer(service_env, logs_dir, "first", **slow)
+    await _send(settings, wire)
+
+    async def waiting_in_delay_queue() -> bool:
+        return len(await attempts_for(uow_factory, wire["message_id"])) == 1
+
+    await eventually(waiting_in_delay_queue)
+    first.kill()  # SIGKILL: nothing in this process remembers the retry
+    second = _consumer(service_env, logs_dir, "second", **slow)
+    try:
+
+        async def booked() -> bool:
+            return await ledger_count(uow_factory, wire["message_id"]) == 1
+
+        await eventually(booked, timeout=30)
+    finally:
+        second.stop()
+    assert await ledger_count(uow_factory, wire["message_id"]) == 1
