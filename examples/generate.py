@@ -13,6 +13,11 @@ from typing import Any
 
 HERE = Path(__file__).parent
 CURRENCIES = ("AUD", "AUD", "AUD", "NZD", "USD")
+# The demo runs the core-banking simulator with these rules (see app/consumer/core_banking.py):
+CLOSED = "100000001"  # a closed creditor account: permanent failure, dead-lettered at once
+OUTAGE = "200000001"  # times out on every attempt during the demo's outage: retries exhausted, replayed later
+FLAKY = "300000001"  # times out once, then succeeds on the first retry
+SIMULATOR = {"closed_accounts": [CLOSED], "outage_accounts": [OUTAGE], "flaky_accounts": [FLAKY]}
 COLUMNS = [
     "payment_reference",
     "amount_cents",
@@ -52,20 +57,43 @@ def _invalid(base: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def _by_currency(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for row in rows:
+        totals[row["currency"]][0] += 1
+        totals[row["currency"]][1] += row["amount_cents"]
+    return {c: {"count": n, "amount_cents": cents} for c, (n, cents) in sorted(totals.items())}
+
+
+def _special(rows: list[dict[str, Any]], rng: random.Random) -> dict[str, list[dict[str, Any]]]:
+    picked = rng.sample(rows, 9)
+    groups = {"closed": picked[:3], "outage": picked[3:5], "flaky": picked[5:]}
+    for name, account in (("closed", CLOSED), ("outage", OUTAGE), ("flaky", FLAKY)):
+        for row in groups[name]:
+            row["creditor_account"] = account
+    return groups
+
+
 def build(prefix: str, seed: int, valid: int, duplicates: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     rng = random.Random(seed)
     rows = [_valid(rng, prefix, n) for n in range(1, valid + 1)]
-    expected: dict[str, Any] = {"accepted": valid, "rejected": 0, "by_currency": defaultdict(lambda: [0, 0])}
-    for row in rows:
-        expected["by_currency"][row["currency"]][0] += 1
-        expected["by_currency"][row["currency"]][1] += row["amount_cents"]
+    special = _special(rows, rng)
+    ids = {id(r) for r in special["closed"] + special["outage"]}
+    expected: dict[str, Any] = {
+        "accepted": valid,
+        "rejected": 0,
+        "by_currency": _by_currency(rows),
+        # during the outage: closed and outage accounts dead-lettered, everything else processed
+        "processed_during_outage": _by_currency([r for r in rows if id(r) not in ids]),
+        "dead_lettered_closed": _by_currency(special["closed"]),
+        "dead_lettered_outage": _by_currency(special["outage"]),
+        # after the outage ends and the retries_exhausted dead letters are replayed
+        "processed_final": _by_currency([r for r in rows if r["creditor_account"] != CLOSED]),
+    }
     extra = [dict(rows[rng.randrange(valid)]) for _ in range(duplicates)] + _invalid(_valid(rng, prefix, 999_999))
     for row in extra:
         rows.insert(rng.randrange(len(rows) // 2, len(rows)), row)
     expected["rejected"] = len(extra)
-    expected["by_currency"] = {
-        c: {"count": n, "amount_cents": cents} for c, (n, cents) in sorted(expected["by_currency"].items())
-    }
     return rows, expected
 
 
@@ -78,7 +106,13 @@ def main() -> None:
     wbc_rows, wbc = build("WBC", seed=7, valid=500, duplicates=3)
     with (HERE / "westpac_20250501.jsonl").open("w") as f:
         f.writelines(json.dumps(row) + "\n" for row in wbc_rows)
-    expected = {"anz": {"file": "anz_20250501.csv", **anz}, "westpac": {"file": "westpac_20250501.jsonl", **wbc}}
+    expected = {
+        "simulator": SIMULATOR,
+        "tenants": {
+            "anz": {"file": "anz_20250501.csv", **anz},
+            "westpac": {"file": "westpac_20250501.jsonl", **wbc},
+        },
+    }
     (HERE / "EXPECTED.json").write_text(json.dumps(expected, indent=2) + "\n")
 
 

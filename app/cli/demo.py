@@ -57,7 +57,7 @@ def start(args: list[str], settings: Settings, log: Path) -> subprocess.Popen[by
 
 
 async def submit_examples(uow: UnitOfWorkFactory, settings: Settings) -> list[BatchAccepted]:
-    expected = json.loads((EXAMPLES / "EXPECTED.json").read_text())
+    expected = json.loads((EXAMPLES / "EXPECTED.json").read_text())["tenants"]
     results = []
     for tenant, spec in expected.items():
         result = await submit_batch(SubmitBatch(tenant, EXAMPLES / spec["file"]), uow, settings)

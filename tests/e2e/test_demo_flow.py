@@ -50,7 +50,7 @@ async def processed_by_currency(uow: UnitOfWorkFactory, tenant: str) -> dict[str
 
 
 async def test_demo_flow_processes_exactly_what_was_accepted(fresh_env: ServiceEnv, logs_dir: Path) -> None:
-    expected = json.loads((EXAMPLES / "EXPECTED.json").read_text())
+    expected = json.loads((EXAMPLES / "EXPECTED.json").read_text())["tenants"]
     tenants = {name: new_tenant_id() for name in expected}
     for tenant in tenants.values():
         assert remit(fresh_env, "tenants", "add", tenant, "--name", tenant).returncode == 0
