@@ -15,6 +15,7 @@ from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.errors import AccountClosed, CoreBankingTimeout, RemitError
+from app.logs import mask_account
 from app.storage.tables import ledger
 from contracts import PaymentMessage
 
@@ -34,9 +35,9 @@ class FailureRules:
     def failure_for(self, p: PaymentMessage) -> RemitError | None:
         attempt = p.retry_count + 1
         if p.creditor_account in self.closed_accounts:
-            return AccountClosed(f"creditor account {p.creditor_bsb} {p.creditor_account} is closed")
+            return AccountClosed(f"creditor account {p.creditor_bsb} {mask_account(p.creditor_account)} is closed")
         if attempt <= self.flaky_accounts.get(p.creditor_account, 0):
-            return CoreBankingTimeout(f"core banking timed out for {p.creditor_bsb} {p.creditor_account}")
+            return CoreBankingTimeout(f"core banking timed out for {p.creditor_bsb} {mask_account(p.creditor_account)}")
         if self.transient_rate and _fraction(p.message_id, attempt) < self.transient_rate:
             return CoreBankingTimeout(f"core banking timed out (simulated, attempt {attempt})")
         return None
