@@ -14,3 +14,11 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/python -m pip install -q -e '.[dev,spark]'
   echo "$want" > "$stamp"
 fi
+# The official AsyncAPI parser (npm), used by the tests to validate docs/asyncapi.json.
+if command -v npm >/dev/null; then
+  lock_sum="$(sha256sum tools/asyncapi/package-lock.json | cut -d' ' -f1)"
+  if [ "$(cat tools/asyncapi/node_modules/.remit-installed 2>/dev/null)" != "$lock_sum" ]; then
+    (cd tools/asyncapi && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    echo "$lock_sum" > tools/asyncapi/node_modules/.remit-installed
+  fi
+fi

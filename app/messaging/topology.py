@@ -12,8 +12,10 @@ import aio_pika
 from aio_pika.abc import AbstractChannel
 
 from app.settings import Settings
+from contracts.message import TENANT_ID_PATTERN
 
 PAYMENT_KEY_SUFFIX = "payment"
+TENANT_KEY_PATTERN = TENANT_ID_PATTERN  # never a dot or a wildcard, so safe as a routing-key word
 
 
 def routing_key(tenant_id: str) -> str:
