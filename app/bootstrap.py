@@ -13,6 +13,7 @@ from app.consumer.republisher import AmqpRepublisher
 from app.faults import KillAfter
 from app.messaging.connection import login_of
 from app.messaging.topology import Topology
+from app.observability.metrics import Metrics
 from app.settings import Settings
 from app.storage.unit_of_work import SqlUnitOfWork, UnitOfWork, UnitOfWorkFactory
 
@@ -45,6 +46,7 @@ def build_consumer(
     *,
     republisher: Republisher | None = None,
     core_banking: CoreBanking | None = None,
+    metrics: Metrics | None = None,
 ) -> ConsumerServices:
     uow_factory = uow_factory_for(engine)
     topology = Topology.from_settings(settings)
@@ -62,4 +64,5 @@ def build_consumer(
         republisher,
         RetryPolicy(tuple(settings.retry_delays_seconds), settings.max_retries),
     )
-    return ConsumerServices(PaymentProcessor(committer, failures, settings.max_message_bytes), committer)
+    processor = PaymentProcessor(committer, failures, settings.max_message_bytes, metrics)
+    return ConsumerServices(processor, committer)

@@ -1,10 +1,12 @@
 """The consumer service: `faststream run app.main:app`."""
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from faststream import ContextRepo, FastStream
+from faststream import ContextRepo
+from faststream.asgi import AsgiFastStream
 from faststream.rabbit import RabbitBroker
 from faststream.rabbit.schemas import Channel
 from faststream.specification import AsyncAPI
@@ -15,6 +17,9 @@ from app.logs import configure_logging
 from app.messaging.connection import connect, publisher_channel
 from app.messaging.documented import document_publishers
 from app.messaging.topology import Topology, declare_topology
+from app.observability.health import Readiness, health_routes
+from app.observability.metrics import Metrics
+from app.observability.store_gauges import refresh_forever
 from app.settings import Settings, get_settings
 from app.storage.engine import make_engine, wait_for_database
 
@@ -39,8 +44,10 @@ def create_broker(settings: Settings) -> RabbitBroker:
     return broker
 
 
-def create_app(settings: Settings) -> FastStream:
+def create_app(settings: Settings) -> AsgiFastStream:
     broker = create_broker(settings)
+    metrics = Metrics()
+    readiness = Readiness(broker, settings.database_url)
 
     @asynccontextmanager
     async def lifespan(context: ContextRepo) -> AsyncIterator[None]:
@@ -50,19 +57,25 @@ def create_app(settings: Settings) -> FastStream:
         connection = await connect(settings.amqp_url, "remit-consumer-publisher")
         channel = await publisher_channel(connection)
         await declare_topology(channel, Topology.from_settings(settings))
-        services = build_consumer(settings, engine, channel)
+        services = build_consumer(settings, engine, channel, metrics=metrics)
         await services.committer.start()
+        gauges = asyncio.create_task(refresh_forever(engine, metrics), name="store-gauges")
+        readiness.engine, readiness.consuming = engine, services.committer.running
         context.set_global("services", services)
         try:
             yield
         finally:
+            readiness.consuming = lambda: False
+            gauges.cancel()
             await services.committer.stop()
             await connection.close()
             await engine.dispose()
 
-    return FastStream(
+    return AsgiFastStream(
         broker,
         lifespan=lifespan,
+        asgi_routes=health_routes(readiness, metrics),
+        asyncapi_path="/docs/asyncapi",
         specification=AsyncAPI(title="remit", version="1.0.0", description=DESCRIPTION),
     )
 

@@ -75,6 +75,9 @@ class GroupCommitter:
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
 
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
     async def commit(self, payment: PaymentMessage, attempt: int) -> Outcome:
         """Return once the payment's effect is durable; raise RemitError for this payment's failure."""
         if self._task is None or self._task.done():

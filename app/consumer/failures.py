@@ -27,6 +27,12 @@ class Republisher(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class FailureOutcome:
+    outcome: str  # "retrying" or "dead_lettered"
+    reason: str | None  # the dead-letter reason, None while retrying
+
+
+@dataclass(frozen=True, slots=True)
 class RetryPolicy:
     delays_seconds: tuple[float, ...]
     max_retries: int
@@ -44,18 +50,20 @@ class FailureRouter:
         self._republisher = republisher
         self._policy = policy
 
-    async def handle(self, delivery: Delivery, payment: PaymentMessage | None, error: RemitError, now: datetime) -> str:
-        """Record the failure, then retry or dead-letter the message. Returns the outcome recorded."""
+    async def handle(
+        self, delivery: Delivery, payment: PaymentMessage | None, error: RemitError, now: datetime
+    ) -> FailureOutcome:
+        """Record the failure, then retry or dead-letter the message."""
         level = self._policy.level_for(payment.retry_count) if payment and error.retryable else None
         outcome = "retrying" if level is not None else "dead_lettered"
         attempt = payment.retry_count + 1 if payment else 1
         await self._record(delivery, payment, error, attempt, outcome, now)
         if payment is not None and level is not None:
             await self._republisher.to_retry(payment.with_retry(), delivery, level, now)
-        else:
-            reason = error.reason if not error.retryable else "retries_exhausted"
-            await self._republisher.to_dead_letters(delivery, _dead_letter_headers(reason, error, attempt, now))
-        return outcome
+            return FailureOutcome(outcome, None)
+        reason = error.reason if not error.retryable else "retries_exhausted"
+        await self._republisher.to_dead_letters(delivery, _dead_letter_headers(reason, error, attempt, now))
+        return FailureOutcome(outcome, reason)
 
     async def _record(
         self,

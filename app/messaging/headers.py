@@ -8,3 +8,4 @@ ATTEMPTS = "remit-attempts"
 ORIGINAL_QUEUE = "remit-original-queue"
 FAILED_AT = "remit-failed-at"
 REPLAY_OF = "remit-replay-of"
+PUBLISHED_AT = "remit-published-at"  # epoch milliseconds of the relay's publish, for latency

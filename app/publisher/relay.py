@@ -16,6 +16,7 @@ from aio_pika.abc import AbstractChannel, AbstractExchange
 from sqlalchemy import Row, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from app.messaging import headers
 from app.messaging.properties import OutboundPayment, amqp_message
 from app.messaging.topology import routing_key
 from app.storage.tables import outbox
@@ -82,10 +83,11 @@ class OutboxRelay:
 
     async def _publish(self, exchange: AbstractExchange, rows: Sequence[Row[Any]]) -> list[int]:
         now = self._clock()
+        stamp = {headers.PUBLISHED_AT: int(now.timestamp() * 1000)}
         results = await asyncio.gather(
             *(
                 exchange.publish(
-                    amqp_message(_outbound(row), now, self._user_id),
+                    amqp_message(_outbound(row), now, self._user_id, stamp),
                     routing_key=routing_key(row.tenant_id),
                     mandatory=True,
                 )

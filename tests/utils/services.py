@@ -6,6 +6,7 @@ A missing service skips the test locally and fails it under CI=true: CI must nev
 import asyncio
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -31,6 +32,12 @@ def service_missing(what: str) -> None:
     if os.environ.get("CI") == "true":
         pytest.fail(f"CI: {message}", pytrace=False)
     pytest.skip(message)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def unique(prefix: str) -> str:
@@ -114,14 +121,19 @@ class ServiceEnv:
 class ServiceProcess:
     """A remit process (consumer or relay) started like production: a real OS process."""
 
+    port: int | None = None
+
     def __init__(self, args: list[str], env: Mapping[str, str], log_path: Path) -> None:
         self.log_path = log_path
         self._log = log_path.open("ab")
         self.proc = subprocess.Popen(args, env=dict(env), cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT)
 
     @classmethod
-    def consumer(cls, env: Mapping[str, str], log_path: Path) -> "ServiceProcess":
-        return cls([sys.executable, "-m", "faststream", "run", "app.main:app"], env, log_path)
+    def consumer(cls, env: Mapping[str, str], log_path: Path, port: int | None = None) -> "ServiceProcess":
+        args = [sys.executable, "-m", "faststream", "run", "app.main:app", "--port", str(port or free_port())]
+        process = cls(args, env, log_path)
+        process.port = int(args[-1])
+        return process
 
     @classmethod
     def relay(cls, env: Mapping[str, str], log_path: Path) -> "ServiceProcess":

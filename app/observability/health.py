@@ -1,0 +1,85 @@
+"""HTTP endpoints of the consumer process: /healthz (alive), /readyz (able to work), /metrics."""
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from faststream.asgi import AsgiResponse, get
+from faststream.asgi.handlers import GetHandler
+from faststream.asgi.types import Scope
+from faststream.rabbit import RabbitBroker
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.observability.metrics import Metrics
+from app.storage.migrations import current_revision, head_revision
+
+CHECK_TIMEOUT = 3.0
+
+
+@dataclass
+class Readiness:
+    """What /readyz checks; the engine and the committer task are set by the lifespan once they exist."""
+
+    broker: RabbitBroker
+    database_url: str
+    engine: AsyncEngine | None = None
+    consuming: Callable[[], bool] = lambda: False
+
+    async def report(self) -> dict[str, bool | str]:
+        checks: dict[str, Callable[[], Awaitable[bool | str]]] = {
+            "broker": self._broker,
+            "consumers": self._consumers,
+            "database": self._database,
+            "migrations": self._migrations,
+        }
+        results = await asyncio.gather(*(_bounded(c) for c in checks.values()))
+        return dict(zip(checks, results, strict=True))
+
+    async def _broker(self) -> bool:
+        return await self.broker.ping(CHECK_TIMEOUT)
+
+    async def _consumers(self) -> bool:
+        return self.consuming() and all(s.running for s in self.broker.subscribers)
+
+    async def _database(self) -> bool:
+        if self.engine is None:
+            return False
+        async with self.engine.connect() as conn:
+            await conn.exec_driver_sql("SELECT 1")
+        return True
+
+    async def _migrations(self) -> bool | str:
+        if self.engine is None:
+            return False
+        current = await current_revision(self.engine)
+        return (
+            current == head_revision(self.database_url) or f"at {current}, head is {head_revision(self.database_url)}"
+        )
+
+
+async def _bounded(check: Callable[[], Awaitable[bool | str]]) -> bool | str:
+    try:
+        return await asyncio.wait_for(check(), CHECK_TIMEOUT)
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"[:200]
+
+
+def health_routes(readiness: Readiness, metrics: Metrics) -> list[tuple[str, GetHandler]]:
+    @get(include_in_schema=False)
+    async def healthz(scope: Scope) -> AsgiResponse:
+        return AsgiResponse(b'{"status": "alive"}', 200, {"content-type": "application/json"})
+
+    @get(include_in_schema=False)
+    async def readyz(scope: Scope) -> AsgiResponse:
+        report = await readiness.report()
+        ready = all(v is True for v in report.values())
+        body = json.dumps({"ready": ready, "checks": report}).encode()
+        return AsgiResponse(body, 200 if ready else 503, {"content-type": "application/json"})
+
+    @get(include_in_schema=False)
+    async def metrics_endpoint(scope: Scope) -> AsgiResponse:
+        return AsgiResponse(generate_latest(metrics.registry), 200, {"content-type": CONTENT_TYPE_LATEST})
+
+    return [("/healthz", healthz), ("/readyz", readyz), ("/metrics", metrics_endpoint)]

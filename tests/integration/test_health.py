@@ -1,0 +1,54 @@
+"""The consumer's HTTP side on a real process: liveness, readiness, metrics and the AsyncAPI page."""
+
+import httpx
+import pytest
+
+from app.settings import Settings
+from app.storage.unit_of_work import UnitOfWorkFactory
+from tests.utils.factories import make_wire_dict, to_wire_bytes
+from tests.utils.services import ServiceProcess, eventually
+from tests.utils.world import fresh_tenant, ledger_count, publish_raw
+
+pytestmark = pytest.mark.integration
+
+
+async def test_health_readiness_metrics_and_docs(
+    uow_factory: UnitOfWorkFactory, settings: Settings, consumer: ServiceProcess
+) -> None:
+    base = f"http://127.0.0.1:{consumer.port}"
+    async with httpx.AsyncClient(base_url=base, timeout=5) as client:
+
+        async def ready() -> bool:
+            try:
+                return (await client.get("/readyz")).status_code == 200
+            except httpx.TransportError:
+                return False
+
+        await eventually(ready, timeout=30)
+        report = (await client.get("/readyz")).json()
+        assert report == {
+            "ready": True,
+            "checks": {"broker": True, "consumers": True, "database": True, "migrations": True},
+        }
+        assert (await client.get("/healthz")).json() == {"status": "alive"}
+
+        tenant = await fresh_tenant(uow_factory)
+        wire = make_wire_dict(tenant_id=tenant)
+        await publish_raw(
+            settings.amqp_url,
+            to_wire_bytes(wire),
+            f"{tenant}.payment",
+            tenant_header=tenant,
+            message_id=wire["message_id"],
+        )
+
+        async def booked() -> bool:
+            return await ledger_count(uow_factory, wire["message_id"]) == 1
+
+        await eventually(booked)
+        metrics = (await client.get("/metrics")).text
+        assert f'remit_consumed_total{{queue="payments.work",tenant="{tenant}"}} 1.0' in metrics
+        assert f'remit_outcomes_total{{outcome="processed",queue="payments.work",tenant="{tenant}"}} 1.0' in metrics
+        docs = await client.get("/docs/asyncapi")
+        assert docs.status_code == 200
+        assert "remit" in docs.text
