@@ -64,5 +64,6 @@ def build_consumer(
         republisher,
         RetryPolicy(tuple(settings.retry_delays_seconds), settings.max_retries),
     )
-    processor = PaymentProcessor(committer, failures, settings.max_message_bytes, metrics)
+    trusted = frozenset({login_of(settings.amqp_url), *settings.trusted_publishers})
+    processor = PaymentProcessor(committer, failures, settings.max_message_bytes, trusted, metrics)
     return ConsumerServices(processor, committer)

@@ -30,6 +30,20 @@ class Settings(BaseSettings):
         default=20, description="Broker-side backstop for redeliveries (crash loops) on the work queue."
     )
 
+    trusted_publishers: list[str] = Field(
+        default=[],
+        description="RabbitMQ users allowed to publish for any tenant, besides the login of REMIT_AMQP_URL.",
+    )
+
+    replay_budget: PositiveInt = Field(default=3, description="Real replays allowed per message_id.")
+    retention_days: PositiveInt = Field(
+        default=30, description="Days processed records, attempts and closed dead letters are kept."
+    )
+    replay_window_days: PositiveInt = Field(
+        default=7,
+        description="How long after failing a dead letter may still be replayed; part of the retention floor.",
+    )
+
     prefetch: PositiveInt = Field(default=256, description="Unacked deliveries per consumer channel.")
     commit_batch_max: PositiveInt = Field(default=256, description="Most messages committed in one transaction.")
     max_message_bytes: PositiveInt = 64 * 1024

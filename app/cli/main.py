@@ -5,8 +5,11 @@ import sys
 
 import typer
 
+from app.cli.archiver import archiver_command
 from app.cli.db import db_app
 from app.cli.demo import demo
+from app.cli.dlq import dlq_app
+from app.cli.purge import purge_command, tenant_retention_command
 from app.cli.relay import relay
 from app.cli.status import status
 from app.cli.submit import submit
@@ -20,6 +23,10 @@ cli = typer.Typer(
 )
 cli.add_typer(db_app, name="db")
 cli.add_typer(tenants_app, name="tenants")
+cli.add_typer(dlq_app, name="dlq")
+cli.command("purge")(purge_command)
+cli.command("archiver")(archiver_command)
+tenants_app.command("retention")(tenant_retention_command)
 cli.command("submit")(submit)
 cli.command("relay")(relay)
 cli.command("status")(status)

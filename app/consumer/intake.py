@@ -8,15 +8,19 @@ from pydantic import ValidationError
 from app.consumer.delivery import Delivery
 from app.errors import InvalidMessage, MessageExpired, TenantMismatch
 from app.messaging import headers
+from app.tenancy.broker_users import broker_user
 from contracts import PaymentMessage
 
 JSON = "application/json"
 
 
-def read_payment(delivery: Delivery, now: datetime, max_bytes: int) -> PaymentMessage:
+def read_payment(
+    delivery: Delivery, now: datetime, max_bytes: int, trusted_publishers: frozenset[str]
+) -> PaymentMessage:
     _check_envelope(delivery, max_bytes)
     message = _parse(delivery.body)
     _check_identity(delivery, message)
+    _check_publisher(delivery, message, trusted_publishers)
     if not message.validation_result.passed:
         raise InvalidMessage("validation_result.passed is false: the publisher did not validate this payment")
     if message.is_expired(now):
@@ -54,6 +58,14 @@ def _check_identity(delivery: Delivery, message: PaymentMessage) -> None:
         raise InvalidMessage(
             f"AMQP message_id {delivery.message_id!r} does not match body message_id {message.message_id}"
         )
+
+
+def _check_publisher(delivery: Delivery, message: PaymentMessage, trusted: frozenset[str]) -> None:
+    # RabbitMQ validates user_id against the login, so it names the real publisher; absent, it names nobody.
+    if delivery.user_id is None:
+        raise TenantMismatch("no AMQP user_id: the publisher cannot be authenticated")
+    if delivery.user_id not in trusted and delivery.user_id != broker_user(message.tenant_id):
+        raise TenantMismatch(f"user_id {delivery.user_id!r} may not publish for tenant {message.tenant_id!r}")
 
 
 def _same_id(amqp_id: str, body_id: UUID) -> bool:

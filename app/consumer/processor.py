@@ -23,12 +23,14 @@ class PaymentProcessor:
         committer: GroupCommitter,
         failures: FailureRouter,
         max_message_bytes: int,
+        trusted_publishers: frozenset[str],
         metrics: Metrics | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._committer = committer
         self._failures = failures
         self._max_bytes = max_message_bytes
+        self._trusted = trusted_publishers
         self._metrics = metrics or Metrics()
         self._clock = clock
 
@@ -37,7 +39,7 @@ class PaymentProcessor:
         self._metrics.consumed.labels(delivery.queue, tenant).inc()
         payment: PaymentMessage | None = None
         try:
-            payment = read_payment(delivery, self._clock(), self._max_bytes)
+            payment = read_payment(delivery, self._clock(), self._max_bytes, self._trusted)
             outcome = await self._committer.commit(payment, attempt=payment.retry_count + 1)
         except RemitError as error:
             return await self._fail(delivery, payment, error, tenant)

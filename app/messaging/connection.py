@@ -1,6 +1,6 @@
 """AMQP connections: publisher channels always confirm and raise on unroutable messages."""
 
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 import aio_pika
 from aio_pika.abc import AbstractRobustChannel, AbstractRobustConnection
@@ -13,6 +13,17 @@ async def connect(amqp_url: str, name: str) -> AbstractRobustConnection:
 async def publisher_channel(connection: AbstractRobustConnection) -> AbstractRobustChannel:
     channel = await connection.channel(publisher_confirms=True, on_return_raises=True)
     return channel
+
+
+def vhost_of(amqp_url: str) -> str:
+    path = urlsplit(amqp_url).path
+    return unquote(path[1:]) if len(path) > 1 else "/"
+
+
+def with_login(amqp_url: str, user: str, password: str) -> str:
+    parts = urlsplit(amqp_url)
+    netloc = f"{quote(user, safe='')}:{quote(password, safe='')}@{parts.hostname}:{parts.port or 5672}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def login_of(amqp_url: str) -> str:

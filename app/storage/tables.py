@@ -4,6 +4,7 @@ from datetime import datetime
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     CheckConstraint,
     Column,
     DateTime,
@@ -47,8 +48,11 @@ tenants = Table(
     Column("default_ttl_seconds", Integer, nullable=False, server_default="86400"),
     Column("max_retries", Integer, nullable=False, server_default="3"),
     Column("max_message_bytes", Integer, nullable=False, server_default="65536"),
+    # Days kept after the fact (processed records, attempts, closed dead letters); NULL = the default.
+    Column("retention_days", Integer),
     _now(),
     CheckConstraint("tier in ('free','basic','premium','enterprise')", name="tier"),
+    CheckConstraint("retention_days IS NULL OR retention_days > 0", name="retention_days_positive"),
     CheckConstraint("status in ('active','suspended')", name="status"),
     CheckConstraint(r"tenant_id ~ '^[a-z0-9][a-z0-9_-]{1,31}$'", name="tenant_id_format"),
 )
@@ -176,5 +180,33 @@ dead_letters = Table(
     Column("body", LargeBinary, nullable=False),
     Column("headers", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
     Column("status", String(16), nullable=False, server_default="open"),
+    # The dead letter this one is a replay of (header remit-replay-of), when a replay failed again.
+    Column("replay_of", BigInteger),
+    Column("archived_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("status_changed_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     CheckConstraint("status in ('open','replayed','resolved','discarded')", name="status"),
+    Index(None, "last_failed_at"),
+    Index(None, "status", "status_changed_at"),
 )
+
+# Who replayed, discarded or resolved which dead letter, when and why. No foreign key on purpose:
+# the trail outlives the dead letters that retention purges.
+dead_letter_audit = Table(
+    "dead_letter_audit",
+    metadata,
+    Column("audit_id", BigInteger, Identity(), primary_key=True),
+    Column("at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("actor", Text, nullable=False),
+    Column("action", String(16), nullable=False),
+    Column("dead_letter_id", BigInteger, nullable=False, index=True),
+    Column("message_id", UUID(as_uuid=True), index=True),
+    Column("tenant_id", String(32), index=True),
+    Column("why", Text),
+    Column("outcome", Text, nullable=False),
+    Column("dry_run", Boolean, nullable=False),
+    CheckConstraint("action in ('replay','discard','resolve')", name="action"),
+)
+
+# Retention deletes by age in small batches while the service runs; these keep each batch an index scan.
+Index("ix_processed_messages_processed_at", processed_messages.c.processed_at)
+Index("ix_delivery_attempts_at", delivery_attempts.c.at)

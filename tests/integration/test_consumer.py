@@ -12,6 +12,7 @@ from aio_pika.abc import AbstractChannel
 from app.messaging import headers
 from app.settings import Settings
 from app.storage.unit_of_work import UnitOfWorkFactory
+from tests.utils.dead_letters import queue_depth_now
 from tests.utils.factories import make_wire_dict, to_wire_bytes
 from tests.utils.services import ServiceEnv, ServiceProcess, eventually
 from tests.utils.world import attempts_for, fresh_tenant, ledger_count, processed_count, publish_raw
@@ -81,11 +82,9 @@ async def test_killed_after_commit_before_ack_is_redelivered_and_not_paid_twice(
 
     survivor = ServiceProcess.consumer(service_env.env(), logs_dir / "consumer.log")
     try:
-        work = await channel.get_queue(settings.work_queue)
 
         async def drained() -> bool:
-            declared = await channel.declare_queue(work.name, passive=True)
-            return declared.declaration_result.message_count == 0
+            return await queue_depth_now(settings.amqp_url, settings.work_queue) == 0
 
         await eventually(drained)
         await asyncio.sleep(1.0)

@@ -69,6 +69,7 @@ async def publish_raw(
     message_id: str | None = None,
     content_type: str | None = CONTENT_TYPE,
     exchange: str = "payments",
+    user_id: str | None = "guest",
 ) -> None:
     connection = await aio_pika.connect(amqp_url)
     try:
@@ -84,6 +85,7 @@ async def publish_raw(
                 delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
                 message_id=message_id,
                 headers=message_headers,
+                user_id=user_id,
             ),
             routing_key=routing_key,
         )

@@ -1,0 +1,13 @@
+"""`remit archiver`: run the dead-letter archiver (payments.dlq into PostgreSQL)."""
+
+import os
+import sys
+
+
+def archiver_command() -> None:
+    """Run the dead-letter archiver (same as `faststream run app.deadletters.main:app`).
+
+    Example: remit archiver
+    """
+    args = ["faststream", "run", "app.deadletters.main:app"]
+    os.execvp(sys.executable, [sys.executable, "-m", *args])  # noqa: S606 - replace this process, no shell

@@ -1,0 +1,216 @@
+"""What the archiver makes of one delivery from the dead-letter queue: a row for the dead-letter store.
+
+Nothing here may raise on odd input. A dead letter is evidence: it is stored as it came, with NULLs
+where a field cannot be read, and with a reason even when nobody gave one.
+"""
+
+import base64
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+from uuid import UUID
+
+from app.deadletters import reasons
+from app.messaging import headers as h
+
+MAX_DEPTH = 16
+INT32_MAX = 2**31 - 1
+BIGINT_MAX = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class IncomingDeadLetter:
+    body: bytes
+    headers: Mapping[str, Any] = field(default_factory=dict)
+    message_id: str | None = None
+    correlation_id: str | None = None
+
+
+def to_row(incoming: IncomingDeadLetter, now: datetime) -> dict[str, Any]:
+    """The dead_letters row for one delivery (first_failed_at is settled by the store)."""
+    raw = incoming.headers if isinstance(incoming.headers, Mapping) else {}
+    death = latest_death(raw)
+    reason = reason_of(raw, death)
+    failed_at, event = failure_event(raw, death, now)
+    body = body_fields(incoming.body)
+    message_id = as_uuid(incoming.message_id) or as_uuid(body.get("message_id"))
+    identity = str(message_id) if message_id else "sha256:" + hashlib.sha256(incoming.body).hexdigest()
+    error_type, error_message = error_of(raw, death, reason)
+    return {
+        "dedup_key": f"{identity}|{reason}|{hashlib.sha256(event.encode()).hexdigest()[:32]}",
+        "message_id": message_id,
+        "tenant_id": clean(as_text(raw.get(h.TENANT)), 32),
+        "correlation_id": clean(as_text(incoming.correlation_id), 64) or clean(as_text(body.get("correlation_id")), 64),
+        "payment_reference": clean(as_text(body.get("payment_reference")), 200),
+        "amount_cents": amount_of(body.get("amount_cents")),
+        "currency": currency_of(body.get("currency")),
+        "reason": reason,
+        "error_type": clean(error_type, 200),
+        "error_message": clean(error_message, 4000),
+        "attempts": attempts_of(raw, death),
+        "last_failed_at": failed_at,
+        "original_queue": clean(as_text(raw.get(h.ORIGINAL_QUEUE)), 255)
+        or clean(as_text(death.get("queue") if death else None), 255),
+        "body": incoming.body,
+        "headers": json_safe(dict(raw)),
+        "replay_of": small_int(raw.get(h.REPLAY_OF), BIGINT_MAX),
+    }
+
+
+def latest_death(raw: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The x-death entry that put the message here: the broker keeps the most recent first."""
+    deaths = raw.get("x-death")
+    if isinstance(deaths, list | tuple) and deaths and isinstance(deaths[0], Mapping):
+        return deaths[0]
+    return None
+
+
+def reason_of(raw: Mapping[str, Any], death: Mapping[str, Any] | None) -> str:
+    # The consumer's own verdict wins: a message it dead-lettered may still carry x-death entries
+    # from earlier trips round the delay queues.
+    ours = clean(as_text(raw.get(h.REASON)), 32)
+    if ours:
+        return ours
+    if death is not None:
+        return reasons.BROKER_REASONS.get(as_text(death.get("reason")) or "", reasons.UNKNOWN)
+    return reasons.UNKNOWN
+
+
+def failure_event(raw: Mapping[str, Any], death: Mapping[str, Any] | None, now: datetime) -> tuple[datetime, str]:
+    """When it failed, and a string naming this failure event (the same on every redelivery)."""
+    stamp = as_text(raw.get(h.FAILED_AT))
+    if stamp:
+        return (parse_time(stamp) or now), f"at:{stamp}"
+    if death is not None:
+        at = death.get("time")
+        when = to_utc(at) if isinstance(at, datetime) else None
+        event = f"x-death:{death.get('queue')}:{death.get('reason')}:{at}:{death.get('count')}"
+        return (when or now), event
+    # Nothing says when: the headers as a whole stand for the event, so a redelivery still dedups.
+    return now, "headers:" + json.dumps(json_safe(dict(raw)), sort_keys=True)
+
+
+def error_of(raw: Mapping[str, Any], death: Mapping[str, Any] | None, reason: str) -> tuple[str | None, str | None]:
+    error_type = as_text(raw.get(h.ERROR_TYPE))
+    error_message = as_text(raw.get(h.ERROR_MESSAGE))
+    if error_type or error_message:
+        return error_type, error_message
+    if death is not None:
+        return "BrokerDeadLetter", (
+            f"RabbitMQ dead-lettered it from queue {as_text(death.get('queue'))!r} "
+            f"(x-death reason {as_text(death.get('reason'))!r}, count {death.get('count')})"
+        )
+    if reason == reasons.UNKNOWN:
+        return None, "no remit-reason and no x-death header: published to the dead-letter exchange directly"
+    return None, None
+
+
+def attempts_of(raw: Mapping[str, Any], death: Mapping[str, Any] | None) -> int:
+    ours = small_int(raw.get(h.ATTEMPTS), INT32_MAX)
+    if ours is not None:
+        return max(ours, 0)
+    if death is not None and death.get("reason") == "delivery_limit":
+        # x-delivery-count is absent on the first delivery and counts redeliveries after it.
+        redeliveries = small_int(raw.get("x-delivery-count"), INT32_MAX)
+        return (redeliveries or 0) + 1
+    return 0
+
+
+def body_fields(body: bytes) -> dict[str, Any]:
+    """The body's JSON object, or {} when it is not one."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def amount_of(value: object) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= BIGINT_MAX:
+        return value
+    return None
+
+
+def currency_of(value: object) -> str | None:
+    return value if isinstance(value, str) and len(value) == 3 and value.isalpha() and value.isupper() else None
+
+
+def as_uuid(value: object) -> UUID | None:
+    if isinstance(value, UUID):
+        return value
+    text = as_text(value)
+    try:
+        return UUID(text) if text else None
+    except ValueError:
+        return None
+
+
+def as_text(value: object) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return None
+
+
+def small_int(value: object, limit: int) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int) and -limit <= value <= limit:
+        return value
+    text = as_text(value)
+    if text and text.strip().lstrip("-").isdigit() and len(text) < 20:
+        number = int(text)
+        return number if -limit <= number <= limit else None
+    return None
+
+
+def clean(text: str | None, limit: int) -> str | None:
+    """Text PostgreSQL accepts: no NUL, no lone surrogates, at most `limit` characters."""
+    if not text:
+        return None
+    safe = text.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
+    return safe[:limit] or None
+
+
+def parse_time(text: str) -> datetime | None:
+    try:
+        return to_utc(datetime.fromisoformat(text.strip()))
+    except (ValueError, OverflowError):
+        return None
+
+
+def to_utc(value: datetime) -> datetime:
+    # AMQP timestamps arrive naive; they are UTC by definition.
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def json_safe(value: Any, depth: int = 0) -> Any:
+    """AMQP header values (bytes, datetimes, decimals, nested tables) as JSON PostgreSQL can store."""
+    if depth > MAX_DEPTH:
+        return clean(repr(value), 200)
+    if value is None or isinstance(value, bool | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, str):
+        return clean(value, 100_000) or ""
+    if isinstance(value, bytes):
+        try:
+            return clean(value.decode("utf-8"), 100_000) or ""
+        except UnicodeDecodeError:
+            return {"base64": base64.b64encode(value).decode()}
+    if isinstance(value, datetime):
+        return to_utc(value).isoformat()
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {(clean(str(k), 1000) or "_"): json_safe(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v, depth + 1) for v in value]
+    return clean(repr(value), 1000)

@@ -1,0 +1,74 @@
+"""SQLAlchemy Core tables for reconciliation runs; alembic 0002_reconciliation creates them."""
+
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    Column,
+    DateTime,
+    ForeignKey,
+    Integer,
+    Interval,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+from sqlalchemy.dialects.postgresql import UUID
+
+# Its own MetaData (reconciliation/ does not import app/), with the same naming convention as app's.
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+reconciliation_runs = Table(
+    "reconciliation_runs",
+    metadata,
+    Column("run_id", UUID(as_uuid=True), primary_key=True),
+    Column("as_of", DateTime(timezone=True), nullable=False, index=True),
+    Column("started_at", DateTime(timezone=True), nullable=False),
+    Column("finished_at", DateTime(timezone=True), nullable=False),
+    Column("grace_minutes", Integer, nullable=False),
+    # Input counts: rows per snapshot table, so a run can be compared with the database it read.
+    Column("batches_rows", BigInteger, nullable=False),
+    Column("batch_totals_rows", BigInteger, nullable=False),
+    Column("outbox_rows", BigInteger, nullable=False),
+    Column("processed_messages_rows", BigInteger, nullable=False),
+    Column("ledger_rows", BigInteger, nullable=False),
+    Column("dead_letters_rows", BigInteger, nullable=False),
+    Column("message_count", BigInteger, nullable=False),
+    Column("break_count", BigInteger, nullable=False),
+    Column("pending_batches", Integer, nullable=False),
+    Column("broken_batches", Integer, nullable=False),
+    Column("result", String(16), nullable=False),
+    Column("duration", Interval, nullable=False),
+    Column("error", Text),
+    CheckConstraint("result in ('RECONCILED','PENDING','BREAKS','FAILED')", name="result"),
+)
+
+reconciliation_breaks = Table(
+    "reconciliation_breaks",
+    metadata,
+    Column(
+        "run_id",
+        UUID(as_uuid=True),
+        ForeignKey("reconciliation_runs.run_id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("message_id", UUID(as_uuid=True), primary_key=True, index=True),
+    Column("correlation_id", String(64)),
+    Column("tenant_id", String(32)),
+    Column("currency", String(3)),
+    Column("status", String(16), nullable=False),
+    Column("amount_cents", BigInteger, nullable=False),
+    Column("detail", Text),
+    # When a run first saw this message_id break; carried forward while the break stays open.
+    Column("first_seen_at", DateTime(timezone=True), nullable=False),
+    Column("age", Interval, nullable=False),
+    CheckConstraint("status in ('unexpected','mismatch','duplicate','missing')", name="status"),
+)

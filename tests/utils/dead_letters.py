@@ -1,0 +1,95 @@
+"""Test helpers for the dead-letter store: the archiver process, dead letters published like the consumer
+publishes them, and reads of the store."""
+
+import sys
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import aio_pika
+from aio_pika.abc import AbstractChannel
+from sqlalchemy import select
+
+from app.messaging import headers
+from app.storage.tables import dead_letter_audit, dead_letters
+from app.storage.unit_of_work import UnitOfWorkFactory
+from tests.utils.services import ServiceProcess, eventually
+
+ARCHIVER_ARGS = [sys.executable, "-m", "faststream", "run", "app.deadletters.main:app"]
+
+
+def start_archiver(env: Mapping[str, str], log_path: Path) -> ServiceProcess:
+    return ServiceProcess(ARCHIVER_ARGS, env, log_path)
+
+
+def consumer_headers(tenant: str | None, reason: str, **extra: Any) -> dict[str, Any]:
+    """The headers app/consumer/failures.py puts on a dead letter (remit-failed-at unique per event)."""
+    values: dict[str, Any] = {
+        headers.REASON: reason,
+        headers.ERROR_TYPE: "AccountClosed" if reason == "permanent_failure" else "CoreBankingTimeout",
+        headers.ERROR_MESSAGE: f"test failure ({reason})",
+        headers.ATTEMPTS: 4 if reason == "retries_exhausted" else 1,
+        headers.FAILED_AT: datetime.now(UTC).isoformat(),
+        headers.ORIGINAL_QUEUE: "payments.work",
+        **extra,
+    }
+    if tenant is not None:
+        values[headers.TENANT] = tenant
+    return values
+
+
+async def publish_dead_letter(
+    channel: AbstractChannel,
+    body: bytes,
+    message_headers: Mapping[str, Any],
+    message_id: str | None = None,
+    exchange: str = "payments.dlx",
+) -> None:
+    target = await channel.get_exchange(exchange)
+    message = aio_pika.Message(
+        body,
+        content_type="application/json",
+        delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+        message_id=message_id,
+        headers=dict(message_headers),
+    )
+    await target.publish(message, routing_key="", mandatory=True)
+
+
+async def dead_letters_of(uow: UnitOfWorkFactory, tenant: str | None) -> list[Any]:
+    query = select(dead_letters).order_by(dead_letters.c.dead_letter_id)
+    query = query.where(dead_letters.c.tenant_id == tenant) if tenant else query
+    async with uow() as u:
+        return list((await u.connection.execute(query)).all())
+
+
+async def dead_letter(uow: UnitOfWorkFactory, dead_letter_id: int) -> Any:
+    async with uow() as u:
+        query = select(dead_letters).where(dead_letters.c.dead_letter_id == dead_letter_id)
+        return (await u.connection.execute(query)).one()
+
+
+async def audit_of(uow: UnitOfWorkFactory, dead_letter_id: int) -> list[Any]:
+    async with uow() as u:
+        query = select(dead_letter_audit).where(dead_letter_audit.c.dead_letter_id == dead_letter_id)
+        return list((await u.connection.execute(query.order_by(dead_letter_audit.c.audit_id))).all())
+
+
+async def wait_for_dead_letters(uow: UnitOfWorkFactory, tenant: str | None, n: int, timeout: float = 30) -> list[Any]:
+    async def stored() -> bool:
+        return len(await dead_letters_of(uow, tenant)) >= n
+
+    await eventually(stored, timeout=timeout, poll=0.1)
+    return await dead_letters_of(uow, tenant)
+
+
+async def queue_depth_now(amqp_url: str, queue: str) -> int:
+    """Messages in the queue now. A passive declare on a plain connection: a robust channel answers
+    passive declares from its cache, and the management API's figures lag by seconds."""
+    connection = await aio_pika.connect(amqp_url)
+    try:
+        declared = await (await connection.channel()).declare_queue(queue, passive=True)
+        return int(declared.declaration_result.message_count or 0)
+    finally:
+        await connection.close()
