@@ -6,7 +6,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from alembic import context
-from app.settings import get_settings
+from app.settings import get_settings, owner_url
 from app.storage.tables import metadata
 
 config = context.config
@@ -14,7 +14,7 @@ config = context.config
 
 def _url() -> str:
     # An explicit URL (tests, prestart) wins over the environment.
-    return config.attributes.get("database_url") or get_settings().database_url
+    return config.attributes.get("database_url") or owner_url(get_settings())
 
 
 def _run(connection: Connection) -> None:

@@ -15,12 +15,12 @@ from app.messaging.connection import login_of
 from app.messaging.topology import Topology
 from app.observability.metrics import Metrics
 from app.settings import Settings
-from app.storage.unit_of_work import SqlUnitOfWork, UnitOfWork, UnitOfWorkFactory
+from app.storage.unit_of_work import SYSTEM, SqlUnitOfWork, UnitOfWork, UnitOfWorkFactory
 
 
 def uow_factory_for(engine: AsyncEngine) -> UnitOfWorkFactory:
-    def factory() -> UnitOfWork:
-        return SqlUnitOfWork(engine)
+    def factory(tenant_id: str | None = SYSTEM) -> UnitOfWork:
+        return SqlUnitOfWork(engine, tenant_id)
 
     return factory
 

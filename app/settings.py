@@ -4,15 +4,22 @@ from functools import cache
 
 from pydantic import Field, PositiveInt
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy.engine import make_url
 
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="REMIT_", env_file=".env", extra="ignore")
 
     database_url: str = Field(
-        default="postgresql+asyncpg://root@127.0.0.1:5432/remit",
-        description="SQLAlchemy URL of the PostgreSQL database (asyncpg driver).",
+        default="postgresql+asyncpg://remit_app@127.0.0.1:5432/remit",
+        description="PostgreSQL for the service (asyncpg driver), as a role that row-level security binds.",
     )
+    migration_database_url: str | None = Field(
+        default=None,
+        description="PostgreSQL as the schema owner, for migrations and set-up. Default: REMIT_DATABASE_URL "
+        "with the user replaced by REMIT_DB_OWNER and no password.",
+    )
+    db_owner: str = Field(default="root", description="The schema owner's role when no migration URL is given.")
     amqp_url: str = Field(default="amqp://guest:guest@127.0.0.1:5672/", description="RabbitMQ AMQP URL.")
     rabbitmq_management_url: str = Field(
         default="http://guest:guest@127.0.0.1:15672", description="RabbitMQ management API (provisioning, tests)."
@@ -67,6 +74,14 @@ class Settings(BaseSettings):
     # named point. Never set in production.
     fault_kill_after_commits: PositiveInt | None = None
     fault_kill_after_publishes: PositiveInt | None = None
+
+
+def owner_url(settings: Settings) -> str:
+    """The URL migrations and set-up use: the owner of the schema, not the service role."""
+    if settings.migration_database_url:
+        return settings.migration_database_url
+    url = make_url(settings.database_url).set(username=settings.db_owner, password=None)
+    return url.render_as_string(hide_password=False)
 
 
 @cache

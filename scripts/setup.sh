@@ -22,3 +22,9 @@ if command -v npm >/dev/null; then
     echo "$lock_sum" > tools/asyncapi/node_modules/.remit-installed
   fi
 fi
+# Debian's Chromium for the console's browser test (Playwright drives /usr/bin/chromium; never
+# `playwright install`, which downloads a browser of its own).
+if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null && [ "$(id -u)" = "0" ]; then
+  echo "installing chromium (Debian) for the browser test ..."
+  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+fi

@@ -11,7 +11,14 @@ from app.settings import Settings
 from app.storage.engine import make_engine
 from app.storage.migrations import upgrade_to_head
 from app.storage.unit_of_work import UnitOfWorkFactory
-from tests.utils.services import ServiceEnv, create_database, create_vhost, delete_vhost, drop_database
+from tests.utils.services import (
+    ServiceEnv,
+    app_database_url,
+    create_database,
+    create_vhost,
+    delete_vhost,
+    drop_database,
+)
 
 
 @pytest.fixture(scope="session")
@@ -37,7 +44,8 @@ def service_env(database_url: str, vhost: str) -> ServiceEnv:
 @pytest.fixture
 def settings(service_env: ServiceEnv) -> Settings:
     return Settings(
-        database_url=service_env.database_url,
+        database_url=app_database_url(service_env.database_url),
+        migration_database_url=service_env.database_url,
         amqp_url=service_env.amqp_url,
         retry_delays_seconds=[0.2, 0.5, 1.0],
     )

@@ -8,7 +8,7 @@ from sqlalchemy.engine import make_url
 
 from app.cli.common import console, friendly_errors, run
 from app.errors import ServiceUnavailable
-from app.settings import get_settings
+from app.settings import get_settings, owner_url
 from app.storage.engine import make_engine, wait_for_database
 from app.storage.migrations import upgrade_to_head
 
@@ -42,15 +42,30 @@ async def _admin_connection(url: str) -> asyncpg.Connection:
 
 async def prestart(create: bool) -> None:
     settings = get_settings()
-    if create and await create_database_if_missing(settings.database_url):
-        console.print(f"created database {make_url(settings.database_url).database}")
-    engine = make_engine(settings.database_url, pool_size=1)
+    owner = owner_url(settings)
+    if create and await create_database_if_missing(owner):
+        console.print(f"created database {make_url(owner).database}")
+    engine = make_engine(owner, pool_size=1)
     try:
         await wait_for_database(engine)
     finally:
         await engine.dispose()
-    await upgrade_to_head(settings.database_url)
+    await upgrade_to_head(owner)
+    await set_service_password(owner, settings.database_url)
     console.print("database migrated to head")
+
+
+async def set_service_password(owner: str, service_url: str) -> None:
+    """Where the service URL carries a password (docker-compose), give the service role that password."""
+    service = make_url(service_url)
+    if not service.password or service.username == make_url(owner).username:
+        return
+    admin = await _admin_connection(owner)
+    try:
+        password = await admin.fetchval("SELECT quote_literal($1)", service.password)
+        await admin.execute(f'ALTER ROLE "{service.username}" WITH LOGIN PASSWORD {password}')
+    finally:
+        await admin.close()
 
 
 @db_app.command("upgrade")

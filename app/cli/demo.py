@@ -31,7 +31,7 @@ from app.messaging.management import Management
 from app.publisher.accept import submit_batch
 from app.publisher.commands import BatchAccepted, SubmitBatch
 from app.reporting.batch_summary import SummaryRow, batch_summary
-from app.settings import Settings, get_settings
+from app.settings import Settings, get_settings, owner_url
 from app.storage.engine import make_engine
 from app.storage.migrations import PROJECT_ROOT, upgrade_to_head
 from app.storage.unit_of_work import UnitOfWorkFactory
@@ -47,10 +47,18 @@ def expected() -> dict[str, Any]:
 
 
 def demo_settings(base: Settings, name: str) -> Settings:
-    url = make_url(base.database_url).set(database=name).render_as_string(hide_password=False)
+    def on_demo_db(url: str) -> str:
+        return make_url(url).set(database=name).render_as_string(hide_password=False)
+
     parts = urlsplit(base.amqp_url)
     amqp = urlunsplit((parts.scheme, parts.netloc, "/" + quote(name, safe=""), "", ""))
-    return base.model_copy(update={"database_url": url, "amqp_url": amqp})
+    return base.model_copy(
+        update={
+            "database_url": on_demo_db(base.database_url),
+            "migration_database_url": on_demo_db(owner_url(base)),
+            "amqp_url": amqp,
+        }
+    )
 
 
 def simulator_env(outage: bool) -> dict[str, str]:
@@ -75,6 +83,7 @@ class DemoEnvironment:
         return {
             **os.environ,
             "REMIT_DATABASE_URL": self.settings.database_url,
+            "REMIT_MIGRATION_DATABASE_URL": owner_url(self.settings),
             "REMIT_AMQP_URL": self.settings.amqp_url,
             "REMIT_LOG_LEVEL": "WARNING",
             **(extra or {}),
@@ -95,7 +104,8 @@ class DemoEnvironment:
 
 
 async def reset_database(settings: Settings, name: str) -> None:
-    admin = make_url(settings.database_url).set(database="postgres").render_as_string(hide_password=False)
+    owner = owner_url(settings)
+    admin = make_url(owner).set(database="postgres").render_as_string(hide_password=False)
     engine = make_engine(admin, 1)
     try:
         async with engine.connect() as conn:
@@ -103,8 +113,8 @@ async def reset_database(settings: Settings, name: str) -> None:
             await conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     finally:
         await engine.dispose()
-    await create_database_if_missing(settings.database_url)
-    await upgrade_to_head(settings.database_url)
+    await create_database_if_missing(owner)
+    await upgrade_to_head(owner)
 
 
 async def submit_examples(uow: UnitOfWorkFactory, settings: Settings) -> list[BatchAccepted]:

@@ -5,6 +5,8 @@ import sys
 
 import typer
 
+from app.cli.admin import admin_command
+from app.cli.apikeys import apikeys_app
 from app.cli.archiver import archiver_command
 from app.cli.db import db_app
 from app.cli.demo import demo
@@ -24,6 +26,8 @@ cli = typer.Typer(
 cli.add_typer(db_app, name="db")
 cli.add_typer(tenants_app, name="tenants")
 cli.add_typer(dlq_app, name="dlq")
+cli.add_typer(apikeys_app, name="apikeys")
+cli.command("admin")(admin_command)
 cli.command("purge")(purge_command)
 cli.command("archiver")(archiver_command)
 tenants_app.command("retention")(tenant_retention_command)

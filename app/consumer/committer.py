@@ -1,13 +1,15 @@
-"""Group commit: many handlers' payments committed in one transaction, each handler told its own outcome.
+"""Group commit: many handlers' payments committed together, each handler told its own outcome.
 
 Handlers hand their payment over and wait; a single flusher takes whatever has queued up while the
-previous transaction ran (natural batching: one payment at low load, hundreds under pressure) and, in
-ONE transaction, writes the idempotency records and books the new transfers. Only after the commit
-does a handler return, so the broker ack always follows the durable effect.
+previous commit ran (natural batching: one payment at low load, hundreds under pressure). Each tenant's
+share of a flush is one transaction in that tenant's row-level-security scope, so PostgreSQL itself
+refuses a write to another tenant's rows; the tenants' transactions run side by side. Only after its
+transaction commits does a handler return, so the broker ack always follows the durable effect.
 """
 
 import asyncio
 import enum
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from uuid import UUID
@@ -35,6 +37,8 @@ class _Pending:
     attempt: int
     done: asyncio.Future[Outcome]
 
+
+Result = Outcome | RemitError
 
 _CLAIM = text(
     """
@@ -80,7 +84,7 @@ class GroupCommitter:
 
     async def commit(self, payment: PaymentMessage, attempt: int) -> Outcome:
         """Return once the payment's effect is durable; raise RemitError for this payment's failure."""
-        if self._task is None or self._task.done():
+        if not self.running():
             raise ServiceUnavailable("the group committer is not running")
         done: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
         await self._queue.put(_Pending(payment, attempt, done))
@@ -94,49 +98,47 @@ class GroupCommitter:
             await self._flush(batch)
 
     async def _flush(self, batch: list[_Pending]) -> None:
-        try:
-            outcomes = await self._commit_batch(batch)
-        except Exception as exc:  # the whole transaction failed: every payment may be retried
-            error = ServiceUnavailable(f"commit failed: {type(exc).__name__}: {exc}")
-            for item in batch:
-                _settle(item.done, error)
-            return
-        for item in batch:
-            _settle(item.done, outcomes[id(item)])
-
-    async def _commit_batch(self, batch: Sequence[_Pending]) -> dict[int, Outcome | RemitError]:
         firsts = _first_per_message(batch)
-        async with self._uow_factory() as uow:
-            unknown = await _unknown_tenants(uow.connection, {p.payment.tenant_id for p in firsts.values()})
-            claimable = [p for p in firsts.values() if p.payment.tenant_id not in unknown]
-            rows = await uow.connection.execute(_CLAIM, _claim_params(claimable))
+        by_tenant: dict[str, list[_Pending]] = defaultdict(list)
+        for item in firsts.values():
+            by_tenant[item.payment.tenant_id].append(item)
+        results: dict[UUID, Result] = {}
+        for outcome in await asyncio.gather(*(self._commit_or_fail(t, items) for t, items in by_tenant.items())):
+            results.update(outcome)
+        for item in batch:
+            message_id = item.payment.message_id
+            # A second copy in the same batch: the first one decides, this one is a duplicate.
+            _settle(item.done, results[message_id] if firsts[message_id] is item else Outcome.DUPLICATE)
+
+    async def _commit_or_fail(self, tenant_id: str, items: list[_Pending]) -> dict[UUID, Result]:
+        try:
+            return await self._commit_tenant(tenant_id, items)
+        except Exception as exc:  # the transaction failed: every payment in it may be retried
+            error = ServiceUnavailable(f"commit failed: {type(exc).__name__}: {exc}")
+            return {item.payment.message_id: error for item in items}
+
+    async def _commit_tenant(self, tenant_id: str, items: Sequence[_Pending]) -> dict[UUID, Result]:
+        async with self._uow_factory(tenant_id) as uow:
+            if not await _tenant_known(uow.connection, tenant_id):
+                error = UnknownTenant(f"tenant {tenant_id!r} is not known to remit")
+                return {item.payment.message_id: error for item in items}
+            rows = await uow.connection.execute(_CLAIM, _claim_params(items))
             new_ids = {row.message_id for row in rows}
-            payments = [firsts[i].payment for i in new_ids]
-            failures = {
-                **_unknown_tenant_failures(firsts.values(), unknown),
-                **await self._core_banking.book(uow.connection, payments),
-            }
-            if failed_claims := [i for i in failures if i in new_ids]:
+            new = [item.payment for item in items if item.payment.message_id in new_ids]
+            failures = await self._core_banking.book(uow.connection, new)
+            if failures:
                 # A failed booking must not leave an idempotency record behind: the retry needs it free.
                 await uow.connection.execute(
-                    delete(processed_messages).where(processed_messages.c.message_id.in_(failed_claims))
+                    delete(processed_messages).where(processed_messages.c.message_id.in_(list(failures)))
                 )
             await uow.commit()
         self._after_commit()
-        return {id(item): _outcome(item, firsts, new_ids, failures) for item in batch}
+        return {item.payment.message_id: _outcome(item, new_ids, failures) for item in items}
 
 
-async def _unknown_tenants(connection: AsyncConnection, tenant_ids: set[str]) -> set[str]:
-    query = select(tenants.c.tenant_id).where(tenants.c.tenant_id.in_(tenant_ids))
-    return tenant_ids - set((await connection.execute(query)).scalars())
-
-
-def _unknown_tenant_failures(items: Iterable[_Pending], unknown: set[str]) -> dict[UUID, RemitError]:
-    return {
-        p.payment.message_id: UnknownTenant(f"tenant {p.payment.tenant_id!r} is not known to remit")
-        for p in items
-        if p.payment.tenant_id in unknown
-    }
+async def _tenant_known(connection: AsyncConnection, tenant_id: str) -> bool:
+    query = select(tenants.c.tenant_id).where(tenants.c.tenant_id == tenant_id)
+    return (await connection.execute(query)).first() is not None
 
 
 def _first_per_message(batch: Sequence[_Pending]) -> dict[UUID, _Pending]:
@@ -156,18 +158,14 @@ def _claim_params(items: Iterable[_Pending]) -> dict[str, list[object]]:
     }
 
 
-def _outcome(
-    item: _Pending, firsts: dict[UUID, _Pending], new_ids: set[UUID], failures: Mapping[UUID, RemitError]
-) -> Outcome | RemitError:
+def _outcome(item: _Pending, new_ids: set[UUID], failures: Mapping[UUID, RemitError]) -> Result:
     message_id = item.payment.message_id
-    if firsts[message_id] is not item:
-        return Outcome.DUPLICATE  # a second copy in the same batch: the first one decides
     if message_id in failures:
         return failures[message_id]
     return Outcome.PROCESSED if message_id in new_ids else Outcome.DUPLICATE
 
 
-def _settle(done: asyncio.Future[Outcome], result: Outcome | BaseException) -> None:
+def _settle(done: asyncio.Future[Outcome], result: Result) -> None:
     if done.done():
         return
     if isinstance(result, BaseException):

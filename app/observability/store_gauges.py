@@ -7,6 +7,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.observability.metrics import Metrics
+from app.storage.unit_of_work import SYSTEM, SqlUnitOfWork
 
 log = logging.getLogger("remit.metrics")
 
@@ -19,9 +20,9 @@ _DEAD = text(
 
 
 async def refresh(engine: AsyncEngine, metrics: Metrics) -> None:
-    async with engine.connect() as conn:
-        backlog = (await conn.execute(_BACKLOG)).all()
-        dead = (await conn.execute(_DEAD)).all()
+    async with SqlUnitOfWork(engine, SYSTEM) as uow:  # gauges cover every tenant
+        backlog = (await uow.connection.execute(_BACKLOG)).all()
+        dead = (await uow.connection.execute(_DEAD)).all()
     metrics.outbox_backlog.clear()
     for row in backlog:
         metrics.outbox_backlog.labels(metrics.tenant(row.tenant_id)).inc(row.n)

@@ -23,7 +23,7 @@ async def submit_batch(
 ) -> BatchAccepted:
     bulk = read_bulk_file(command.path)
     now = now or datetime.now(UTC)
-    async with uow_factory() as uow:
+    async with uow_factory(command.tenant_id) as uow:
         conn = uow.connection
         tenant = await _active_tenant(conn, command.tenant_id)
         if not command.allow_resubmit:

@@ -20,6 +20,7 @@ from app.messaging import headers
 from app.messaging.properties import OutboundPayment, amqp_message
 from app.messaging.topology import routing_key
 from app.storage.tables import outbox
+from app.storage.unit_of_work import SYSTEM, SqlUnitOfWork
 
 log = logging.getLogger("remit.relay")
 
@@ -49,14 +50,15 @@ class OutboxRelay:
     async def relay_once(self) -> int:
         """Publish one batch of unpublished rows; return how many were confirmed."""
         exchange = await self._get_exchange()
-        async with self._engine.connect() as conn, conn.begin():
-            rows = (await conn.execute(_next_rows(self._batch_size))).all()
+        async with SqlUnitOfWork(self._engine, SYSTEM) as uow:  # the relay works for every tenant
+            rows = (await uow.connection.execute(_next_rows(self._batch_size))).all()
             if not rows:
                 return 0
             confirmed = await self._publish(exchange, rows)
             self._after_publish()
             if confirmed:
-                await _mark_published(conn, confirmed, self._clock())
+                await _mark_published(uow.connection, confirmed, self._clock())
+            await uow.commit()
         return len(confirmed)
 
     async def run(self, stop: asyncio.Event, poll_seconds: float) -> None:

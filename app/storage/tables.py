@@ -210,3 +210,19 @@ dead_letter_audit = Table(
 # Retention deletes by age in small batches while the service runs; these keep each batch an index scan.
 Index("ix_processed_messages_processed_at", processed_messages.c.processed_at)
 Index("ix_delivery_attempts_at", delivery_attempts.c.at)
+
+# API keys of the admin HTTP API and the console. Only the SHA-256 of the secret is kept: the secret is
+# shown once when the key is made. A tenant key carries its tenant; an admin key has none (it sees all).
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("key_id", String(24), primary_key=True),
+    Column("tenant_id", String(32), ForeignKey("tenants.tenant_id"), index=True),
+    Column("role", String(8), nullable=False),
+    Column("key_hash", String(64), nullable=False),
+    Column("label", Text),
+    _now(),
+    Column("revoked_at", DateTime(timezone=True)),
+    CheckConstraint("role in ('tenant','admin')", name="role"),
+    CheckConstraint("(role = 'admin') = (tenant_id IS NULL)", name="tenant_matches_role"),
+)

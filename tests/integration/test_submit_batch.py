@@ -105,7 +105,9 @@ async def test_a_batch_is_wholly_accepted_or_not_at_all(uow_factory: UnitOfWorkF
     tenant = await fresh_tenant(uow_factory)
     path = write_csv(tmp_path / "b.csv", [payment_row(n) for n in range(20)])
     with pytest.raises(ConnectionError):
-        await submit_batch(SubmitBatch(tenant, path), lambda: _FailingCommit(uow_factory()), Settings())
+        await submit_batch(
+            SubmitBatch(tenant, path), lambda tenant=None: _FailingCommit(uow_factory(tenant)), Settings()
+        )
     async with uow_factory() as uow:
         conn = uow.connection
         for table in (batches, outbox, batch_rejections):

@@ -99,13 +99,9 @@ INVALID_VALUES = [
     pytest.param("ttl_seconds", MAX_TTL_SECONDS + 1, "less than or equal to", id="ttl-too-large"),
     pytest.param("ttl_seconds", "86400", "valid integer", id="ttl-string"),
     pytest.param("message_id", "not-a-uuid", "canonical", id="message-id-not-uuid"),
-    pytest.param(
-        "message_id", "pmsg_7f3a91bc-4e2d-4c8a-b1f0-9d3e2a1c5b7d", "canonical", id="message-id-prefixed"
-    ),
+    pytest.param("message_id", "pmsg_7f3a91bc-4e2d-4c8a-b1f0-9d3e2a1c5b7d", "canonical", id="message-id-prefixed"),
     pytest.param("message_id", "7f3a91bc4e2d4c8ab1f09d3e2a1c5b7d", "canonical", id="message-id-no-dashes"),
-    pytest.param(
-        "message_id", "urn:uuid:7f3a91bc-4e2d-4c8a-b1f0-9d3e2a1c5b7d", "canonical", id="message-id-urn-form"
-    ),
+    pytest.param("message_id", "urn:uuid:7f3a91bc-4e2d-4c8a-b1f0-9d3e2a1c5b7d", "canonical", id="message-id-urn-form"),
     pytest.param("message_id", 42, "UUID", id="message-id-number"),
 ]
 
@@ -124,9 +120,7 @@ INVALID_VALIDATION_RESULTS = [
     pytest.param(
         {"passed": "true", "checks": []}, ("validation_result", "passed"), "valid boolean", id="passed-string"
     ),
-    pytest.param(
-        {"passed": 1, "checks": []}, ("validation_result", "passed"), "valid boolean", id="passed-int"
-    ),
+    pytest.param({"passed": 1, "checks": []}, ("validation_result", "passed"), "valid boolean", id="passed-int"),
     pytest.param({"checks": []}, ("validation_result", "passed"), "required", id="passed-missing"),
     pytest.param({"passed": True}, ("validation_result", "checks"), "required", id="checks-missing"),
     pytest.param(

@@ -83,6 +83,14 @@ def delete_vhost(vhost: str) -> None:
         client.delete(f"/api/vhosts/{vhost}")
 
 
+APP_ROLE = "remit_app"
+
+
+def app_database_url(owner_url: str) -> str:
+    """The same database as the service sees it: as remit_app, bound by row-level security."""
+    return owner_url.replace("://root@", f"://{APP_ROLE}@", 1)
+
+
 def amqp_url(vhost: str) -> str:
     return f"{AMQP_BASE}/{quote(vhost, safe='')}"
 
@@ -109,7 +117,8 @@ class ServiceEnv:
     def env(self, **overrides: str) -> dict[str, str]:
         return {
             **os.environ,
-            "REMIT_DATABASE_URL": self.database_url,
+            "REMIT_DATABASE_URL": app_database_url(self.database_url),
+            "REMIT_MIGRATION_DATABASE_URL": self.database_url,
             "REMIT_AMQP_URL": self.amqp_url,
             "REMIT_RETRY_DELAYS_SECONDS": "[0.2, 0.5, 1.0]",
             "REMIT_LOG_LEVEL": "WARNING",

@@ -1,0 +1,113 @@
+"""Console actions that change something: replay (a dry-run preview, then a confirmation that replays
+exactly the dead letters the preview showed) and discard (a reason, then a confirmation)."""
+
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Request, status
+from fastapi.responses import RedirectResponse
+from starlette.responses import Response
+
+from app.admin.auth import Services
+from app.admin.console.context import Console, ConsoleContext
+from app.admin.console.render import page
+from app.admin.dead_letter_ops import Filters, ReplayReport, discard_for, replay_for
+from app.deadletters.errors import DeadLetterNotFound
+from app.deadletters.review import show_dead_letter
+from app.errors import UsageError
+
+router = APIRouter(prefix="/console", include_in_schema=False)
+
+LIST = "/console/dead-letters"
+PREVIEW, CONFIRM = "preview", "confirm"
+WILL_ACT = ("would replay", "would resolve")
+FormText = Annotated[str, Form(max_length=500)]
+
+
+def _detail(dead_letter_id: int) -> str:
+    return f"{LIST}/{dead_letter_id}"
+
+
+def _back(ctx: ConsoleContext, target: str, message: str) -> RedirectResponse:
+    ctx.flash(message)
+    return RedirectResponse(target, status.HTTP_303_SEE_OTHER)
+
+
+@router.post("/replay")
+async def replay(
+    request: Request,
+    ctx: Console,
+    services: Services,
+    csrf_token: FormText = "",
+    step: FormText = PREVIEW,
+    dead_letter_id: Annotated[int | None, Form()] = None,
+    ids: Annotated[list[int], Form()] = [],  # noqa: B006 - FastAPI copies defaults per request
+    reason: FormText = "",
+    batch: FormText = "",
+    currency: FormText = "",
+    tenant: FormText = "",
+    since: FormText = "",
+    until: FormText = "",
+    force: Annotated[bool, Form()] = False,
+    why: FormText = "",
+) -> Response:
+    ctx.check_csrf(csrf_token)
+    back = _detail(dead_letter_id) if dead_letter_id is not None else LIST
+    if step == CONFIRM:
+        return await _confirm_replay(ctx, services, ids, force, why, back)
+    chosen = [dead_letter_id] if dead_letter_id is not None else []
+    filters = None if chosen else Filters(reason, batch, currency, "open", since, until, tenant)
+    try:
+        report = await replay_for(services, ctx.caller, chosen, filters, False, dry_run=True, force=force, why=why)
+    except DeadLetterNotFound:
+        raise
+    except UsageError as exc:
+        return _back(ctx, back, f"Nothing replayed: {exc}")
+    confirm_ids = [o.dead_letter_id for o in report.outcomes if o.action in WILL_ACT]
+    return page(
+        request, "replay_preview.html", ctx, report=report, confirm_ids=confirm_ids, force=force, why=why, back=back
+    )
+
+
+async def _confirm_replay(
+    ctx: ConsoleContext, services: Services, ids: list[int], force: bool, why: str, back: str
+) -> Response:
+    if not ids:
+        return _back(ctx, back, "Nothing to replay.")
+    try:
+        report = await replay_for(services, ctx.caller, ids, None, False, dry_run=False, force=force, why=why)
+    except DeadLetterNotFound:
+        raise
+    except UsageError as exc:
+        return _back(ctx, back, f"Nothing replayed: {exc}")
+    return _back(ctx, back, _summary(report))
+
+
+def _summary(report: ReplayReport) -> str:
+    counts = ", ".join(f"{action}: {n}" for action, n in report.summary.items()) or "nothing selected"
+    refused = [f"#{o.dead_letter_id}: {o.detail}" for o in report.outcomes if o.action == "refused"]
+    return f"Replay done ({counts})." + (f" Refused {'; '.join(refused)}" if refused else "")
+
+
+@router.post("/dead-letters/{dead_letter_id}/discard")
+async def discard(
+    request: Request,
+    ctx: Console,
+    services: Services,
+    dead_letter_id: int,
+    csrf_token: FormText = "",
+    step: FormText = "review",
+    reason: FormText = "",
+) -> Response:
+    ctx.check_csrf(csrf_token)
+    if not reason.strip():
+        return _back(ctx, _detail(dead_letter_id), "Say why it is discarded: a reason is required.")
+    if step != CONFIRM:
+        detail = await show_dead_letter(services.uow(ctx.caller), dead_letter_id, ctx.caller.scope())
+        return page(request, "discard_confirm.html", ctx, s=detail.summary, reason=reason.strip())
+    try:
+        await discard_for(services, ctx.caller, dead_letter_id, reason.strip())
+    except DeadLetterNotFound:
+        raise
+    except UsageError as exc:
+        return _back(ctx, _detail(dead_letter_id), f"Not discarded: {exc}")
+    return _back(ctx, _detail(dead_letter_id), f"Dead letter {dead_letter_id} discarded.")

@@ -1,0 +1,86 @@
+"""Logging in to the console with an API key, and out again."""
+
+import hmac
+import secrets
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Request, status
+from fastapi.responses import RedirectResponse
+from starlette.responses import Response
+
+from app.admin.api_keys import authenticate
+from app.admin.auth import Services
+from app.admin.console.context import Console
+from app.admin.console.render import page
+from app.admin.services import AdminServices
+from app.admin.sessions import COOKIE
+
+router = APIRouter(prefix="/console", include_in_schema=False)
+
+# Before there is a session, the login form is protected by a double-submit token: a random value set as
+# a SameSite=Strict cookie and repeated in the form, which another site can neither read nor set.
+LOGIN_COOKIE = "remit_login"
+HOME = "/console/dead-letters"
+
+
+@router.get("")
+async def home() -> RedirectResponse:
+    return RedirectResponse(HOME, status.HTTP_303_SEE_OTHER)
+
+
+@router.get("/login")
+async def login_form(request: Request, services: Services) -> Response:
+    return _login_page(request, services, None, status.HTTP_200_OK)
+
+
+@router.post("/login")
+async def login(
+    request: Request,
+    services: Services,
+    api_key: Annotated[str, Form(max_length=200)],
+    login_token: Annotated[str, Form(max_length=100)] = "",
+) -> Response:
+    expected = request.cookies.get(LOGIN_COOKIE, "")
+    if not (expected and hmac.compare_digest(expected, login_token)):
+        return _login_page(request, services, "The login form expired. Please try again.", status.HTTP_403_FORBIDDEN)
+    caller = await authenticate(services.keys_uow, api_key)
+    if caller is None:
+        return _login_page(
+            request, services, "That API key is not valid (or was revoked).", status.HTTP_401_UNAUTHORIZED
+        )
+    session = services.sessions.create(caller.key_id)
+    response = RedirectResponse(HOME, status.HTTP_303_SEE_OTHER)
+    response.set_cookie(
+        COOKIE,
+        session.session_id,
+        httponly=True,
+        samesite="strict",
+        secure=services.admin.cookie_secure,
+        path="/console",
+    )
+    response.delete_cookie(LOGIN_COOKIE, path="/console/login")
+    return response
+
+
+@router.post("/logout")
+async def logout(ctx: Console, services: Services, csrf_token: Annotated[str, Form()] = "") -> Response:
+    ctx.check_csrf(csrf_token)
+    services.sessions.drop(ctx.session.session_id)
+    response = RedirectResponse("/console/login", status.HTTP_303_SEE_OTHER)
+    response.delete_cookie(COOKIE, path="/console")
+    return response
+
+
+def _login_page(request: Request, services: AdminServices, error: str | None, status_code: int) -> Response:
+    token = secrets.token_urlsafe(24)
+    response = page(request, "login.html", None, status_code, login_token=token, error=error)
+    response.set_cookie(
+        LOGIN_COOKIE,
+        token,
+        max_age=900,
+        httponly=True,
+        samesite="strict",
+        secure=services.admin.cookie_secure,
+        path="/console/login",
+    )
+    return response

@@ -1,0 +1,49 @@
+"""Rendering console pages: the Jinja2 environment, its filters, and the headers every page carries."""
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from fastapi import Request
+from fastapi.templating import Jinja2Templates
+from starlette.responses import Response
+
+from app.admin.console.context import ConsoleContext
+
+templates = Jinja2Templates(directory=Path(__file__).parent / "templates")  # autoescapes .html
+
+# No script runs on these pages; styles are the one inline <style> block. Pages show payment data, so
+# nothing is cached and nothing is framed.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+    "X-Frame-Options": "DENY",
+}
+
+
+def when(value: datetime | None) -> str:
+    return "" if value is None else value.strftime("%Y-%m-%d %H:%M:%S %Z").strip()
+
+
+def minor(value: int | None) -> str:
+    """Amounts stay in the currency's minor unit (as stored); thousands separated for reading."""
+    return "" if value is None else f"{value:,}"
+
+
+def pretty(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+
+
+templates.env.filters.update(when=when, minor=minor, pretty=pretty)
+
+
+def page(request: Request, name: str, ctx: ConsoleContext | None, status_code: int = 200, **values: Any) -> Response:
+    context: dict[str, Any] = {"caller": None, "csrf_token": "", "flashes": [], **values}
+    if ctx is not None:
+        context.update(caller=ctx.caller, csrf_token=ctx.session.csrf_token, flashes=ctx.session.pop_flashes())
+    return templates.TemplateResponse(request, name, context, status_code=status_code, headers=SECURITY_HEADERS)

@@ -1,0 +1,78 @@
+"""Test helpers for the admin app: an in-process client (ASGI transport, lifespan run), API keys,
+dead letters stored like the archiver stores them, and the admin app as a real uvicorn process."""
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from app.admin.api_keys import create_api_key
+from app.admin.app import create_admin_app
+from app.admin.config import AdminSettings
+from app.deadletters.incoming import IncomingDeadLetter
+from app.deadletters.store import DeadLetterArchive
+from app.settings import Settings
+from app.storage.unit_of_work import UnitOfWorkFactory
+from tests.utils.dead_letters import consumer_headers, dead_letters_of
+from tests.utils.factories import make_wire_dict, to_wire_bytes
+from tests.utils.services import ServiceProcess, eventually, free_port
+
+
+@asynccontextmanager
+async def admin_client(settings: Settings, admin: AdminSettings | None = None) -> AsyncIterator[httpx.AsyncClient]:
+    """The admin app in this process, its lifespan running (database engine, AMQP connection)."""
+    app = create_admin_app(settings, admin or AdminSettings())
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://admin.test") as client:
+            yield client
+
+
+async def tenant_key(uow: UnitOfWorkFactory, tenant: str, label: str | None = None) -> str:
+    return (await create_api_key(uow, tenant, label or f"{tenant} ops")).key
+
+
+async def admin_key(uow: UnitOfWorkFactory, label: str = "operator") -> str:
+    return (await create_api_key(uow, None, label)).key
+
+
+def bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+async def seed_dead_letter(
+    uow: UnitOfWorkFactory, tenant: str, reason: str = "retries_exhausted", **overrides: Any
+) -> tuple[int, dict[str, Any]]:
+    """A consumer-style dead letter of a valid payment for `tenant`; (its id, the payment's wire dict)."""
+    wire = make_wire_dict(tenant_id=tenant, retry_count=3, **overrides)
+    await asyncio.sleep(0.002)  # remit-failed-at is unique per failure event
+    incoming = IncomingDeadLetter(
+        to_wire_bytes(wire), consumer_headers(tenant, reason), wire["message_id"], wire["correlation_id"]
+    )
+    assert await DeadLetterArchive(uow).archive(incoming)
+    rows = await dead_letters_of(uow, tenant)
+    return int(rows[-1].dead_letter_id), wire
+
+
+def start_admin(env: Mapping[str, str], log_path: Path) -> ServiceProcess:
+    """`python -m app.admin` (what `remit admin` runs) as a real process on a free port."""
+    port = free_port()
+    process = ServiceProcess([sys.executable, "-m", "app.admin", "--port", str(port)], env, log_path)
+    process.port = port
+    return process
+
+
+async def wait_healthy(base_url: str, timeout: float = 30) -> None:
+    async with httpx.AsyncClient(base_url=base_url, timeout=2) as client:
+
+        async def alive() -> bool:
+            try:
+                return (await client.get("/healthz")).status_code == 200
+            except httpx.TransportError:
+                return False
+
+        await eventually(alive, timeout=timeout, poll=0.2)
