@@ -8,6 +8,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from alembic import context
 from app.settings import get_settings, owner_url
 from app.storage.tables import metadata
+from reconciliation.tables import metadata as reconciliation_metadata
 
 config = context.config
 
@@ -18,7 +19,7 @@ def _url() -> str:
 
 
 def _run(connection: Connection) -> None:
-    context.configure(connection=connection, target_metadata=metadata, compare_type=True)
+    context.configure(connection=connection, target_metadata=[metadata, reconciliation_metadata], compare_type=True)
     with context.begin_transaction():
         context.run_migrations()
 

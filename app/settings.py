@@ -51,7 +51,11 @@ class Settings(BaseSettings):
         description="How long after failing a dead letter may still be replayed; part of the retention floor.",
     )
 
-    prefetch: PositiveInt = Field(default=256, description="Unacked deliveries per consumer channel.")
+    prefetch: PositiveInt = Field(default=64, description="Unacked deliveries per worker (AMQP consumer).")
+    tier_workers: dict[str, int] = Field(
+        default={"free": 1, "basic": 3, "premium": 5, "enterprise": 10},
+        description="Workers (AMQP consumers) per tier pool; a dedicated queue gets the enterprise size.",
+    )
     commit_batch_max: PositiveInt = Field(default=256, description="Most messages committed in one transaction.")
     max_message_bytes: PositiveInt = 64 * 1024
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.messaging.topology import TENANT_KEY_PATTERN, Topology
+from app.messaging.topology import TENANT_KEY_PATTERN, TIERS, Topology
 from app.settings import Settings
 
 DOC_PATH = Path(__file__).resolve().parents[1] / "docs" / "asyncapi.json"
@@ -43,9 +43,10 @@ def build() -> dict[str, Any]:
 
 def _complete(doc: dict[str, Any], topology: Topology) -> None:
     messages = doc["components"]["messages"]
-    consumed = messages[f"{topology.work_queue}:SubscribeMessage"]
-    consumed["payload"] = {"$ref": "#/components/schemas/PaymentMessage"}
-    doc["components"]["schemas"].pop(f"{topology.work_queue}:Message:Payload", None)
+    for tier in TIERS:
+        consumed = messages[f"{topology.tier_queue(tier)}:SubscribeMessage"]
+        consumed["payload"] = {"$ref": "#/components/schemas/PaymentMessage"}
+        doc["components"]["schemas"].pop(f"{topology.tier_queue(tier)}:Message:Payload", None)
     for name, message in messages.items():
         if not name.startswith(topology.dead_letter_exchange):
             message["headers"] = TENANT_HEADER
@@ -58,13 +59,16 @@ def _complete(doc: dict[str, Any], topology: Topology) -> None:
 
 def _queue_arguments(doc: dict[str, Any], topology: Topology) -> None:
     channels = doc["channels"]
-    channels[topology.work_queue]["x-remit-queue-arguments"] = topology.work_queue_arguments()
-    channels[topology.work_queue]["x-remit-dead-letter-queue"] = {
-        "exchange": topology.dead_letter_exchange,
-        "queue": topology.dead_letter_queue,
-        "arguments": {"x-queue-type": "quorum"},
-        "note": "no delivery limit on the dead-letter queue, so the broker can never drop a dead letter",
-    }
+    for tier in TIERS:
+        channel = channels[topology.tier_queue(tier)]
+        channel["x-remit-queue-arguments"] = topology.work_queue_arguments()
+        channel["x-remit-binding"] = f"each {tier}-tier tenant's `<tenant_id>.payment` key, bound one by one"
+        channel["x-remit-dead-letter-queue"] = {
+            "exchange": topology.dead_letter_exchange,
+            "queue": topology.dead_letter_queue,
+            "arguments": {"x-queue-type": "quorum"},
+            "note": "no delivery limit on the dead-letter queue, so the broker can never drop a dead letter",
+        }
     for level in range(len(topology.retry_delays_seconds)):
         channels[topology.retry_queue(level)]["x-remit-queue-arguments"] = topology.retry_queue_arguments(level)
 

@@ -28,3 +28,8 @@ if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null && [ "$(id -u)" =
   echo "installing chromium (Debian) for the browser test ..."
   apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
 fi
+# Debian's docker-compose, so the tests can check docker-compose.yml (`config`) on machines without Docker.
+if ! command -v docker-compose >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" = "0" ]; then
+  echo "installing docker-compose (Debian) for the compose check ..."
+  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose >/dev/null
+fi

@@ -19,6 +19,7 @@ from tests.utils.services import (
     delete_vhost,
     drop_database,
 )
+from tests.utils.world import Routing
 
 
 @pytest.fixture(scope="session")
@@ -42,13 +43,15 @@ def service_env(database_url: str, vhost: str) -> ServiceEnv:
 
 
 @pytest.fixture
-def settings(service_env: ServiceEnv) -> Settings:
-    return Settings(
+def settings(service_env: ServiceEnv) -> Iterator[Settings]:
+    Routing.amqp_url = service_env.amqp_url
+    yield Settings(
         database_url=app_database_url(service_env.database_url),
         migration_database_url=service_env.database_url,
         amqp_url=service_env.amqp_url,
         retry_delays_seconds=[0.2, 0.5, 1.0],
     )
+    Routing.amqp_url = None
 
 
 @pytest.fixture(scope="session")

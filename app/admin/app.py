@@ -13,9 +13,9 @@ from fastapi.responses import RedirectResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
-from app.admin import api_batches, api_dead_letters
+from app.admin import api_batches, api_dead_letters, api_tenants, api_workers
 from app.admin.config import AdminSettings
-from app.admin.console import actions, login, pages
+from app.admin.console import actions, login, pages, workers
 from app.admin.console.context import LoginRequired
 from app.admin.console.render import page
 from app.admin.errors import install_error_handlers
@@ -42,7 +42,7 @@ def create_admin_app(settings: Settings, admin: AdminSettings | None = None) -> 
             yield
 
     app = FastAPI(title="remit admin API", version="1.0.0", description=DESCRIPTION, lifespan=lifespan)
-    for module in (api_dead_letters, api_batches, login, pages, actions):
+    for module in (api_dead_letters, api_batches, api_workers, api_tenants, login, pages, actions, workers):
         app.include_router(module.router)
     install_error_handlers(app, console_error)
     app.add_exception_handler(LoginRequired, _to_login)

@@ -9,6 +9,7 @@ from starlette.responses import Response
 from app.admin.batches import BatchNotFound
 from app.deadletters.errors import DeadLetterNotFound, DiscardRefused
 from app.errors import BatchRefused, ServiceUnavailable, UsageError
+from app.tenancy.limits import LimitExceeded
 
 HtmlError = Callable[[Request, int, str], Awaitable[Response]]
 
@@ -17,6 +18,7 @@ STATUS_OF: tuple[tuple[type[Exception], int], ...] = (
     (DeadLetterNotFound, status.HTTP_404_NOT_FOUND),
     (BatchNotFound, status.HTTP_404_NOT_FOUND),
     (DiscardRefused, status.HTTP_409_CONFLICT),
+    (LimitExceeded, status.HTTP_429_TOO_MANY_REQUESTS),
     (BatchRefused, status.HTTP_422_UNPROCESSABLE_CONTENT),
     (UsageError, status.HTTP_422_UNPROCESSABLE_CONTENT),
     (ServiceUnavailable, status.HTTP_503_SERVICE_UNAVAILABLE),
@@ -34,7 +36,8 @@ def install_error_handlers(app: FastAPI, html_error: HtmlError) -> None:
             message = message.split(";")[0]  # the service's hint names a CLI command
         if request.url.path.startswith("/console"):
             return await html_error(request, code, message)
-        return JSONResponse({"detail": message}, status_code=code)
+        headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, LimitExceeded) else None
+        return JSONResponse({"detail": message}, status_code=code, headers=headers)
 
     for kind in (UsageError, ServiceUnavailable):
         app.add_exception_handler(kind, handle)

@@ -14,6 +14,7 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
@@ -97,10 +98,11 @@ class DemoEnvironment:
         args = [sys.executable, "-m", "faststream", "run", "app.main:app", "--port", str(port)]
         return self.start(args, "consumer.log", simulator_env(outage))
 
-    def remit(self, *args: str) -> None:
-        """Run a `remit` command as an operator would, showing its output."""
+    def remit(self, *args: str) -> int:
+        """Run a `remit` command as an operator would, showing its output; return its exit code."""
         console.print(f"[bold]$ remit {' '.join(args)}[/]")
-        subprocess.run([sys.executable, "-m", "app.cli", *args], env=self.env({"COLUMNS": "160"}), check=False)
+        command = [sys.executable, "-m", "app.cli", *args]
+        return subprocess.run(command, env=self.env({"COLUMNS": "160"}), check=False).returncode
 
 
 async def reset_database(settings: Settings, name: str) -> None:
@@ -227,6 +229,10 @@ async def run_demo(name: str, timeout: float, logs: Path) -> bool:
             "left for review: closed accounts", totals(rows, "dead_lettered"), expected_totals("dead_lettered_closed")
         )
         env.remit("dlq", "list")
+        console.rule("3. the nightly reconciliation (PySpark), by correlation_id")
+        as_of = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+        code = env.remit("reconcile", "--as-of", as_of, "--out", str(logs / "reconciliation"))
+        ok &= check("reconciliation: every batch RECONCILED (exit 0)", {"exit": {"code": code}}, {"exit": {"code": 0}})
     finally:
         for process in (consumer, *others):
             process.terminate()

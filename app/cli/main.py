@@ -12,10 +12,12 @@ from app.cli.db import db_app
 from app.cli.demo import demo
 from app.cli.dlq import dlq_app
 from app.cli.purge import purge_command, tenant_retention_command
+from app.cli.reconcile import reconcile_command
 from app.cli.relay import relay
 from app.cli.status import status
 from app.cli.submit import submit
 from app.cli.tenants import tenants_app
+from app.cli.workers import queues_app, workers_app
 
 cli = typer.Typer(
     name="remit",
@@ -26,6 +28,8 @@ cli = typer.Typer(
 cli.add_typer(db_app, name="db")
 cli.add_typer(tenants_app, name="tenants")
 cli.add_typer(dlq_app, name="dlq")
+cli.add_typer(workers_app, name="workers")
+cli.add_typer(queues_app, name="queues")
 cli.add_typer(apikeys_app, name="apikeys")
 cli.command("admin")(admin_command)
 cli.command("purge")(purge_command)
@@ -35,6 +39,7 @@ cli.command("submit")(submit)
 cli.command("relay")(relay)
 cli.command("status")(status)
 cli.command("demo")(demo)
+cli.command("reconcile")(reconcile_command)
 
 
 @cli.command("consume")

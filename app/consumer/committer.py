@@ -82,6 +82,11 @@ class GroupCommitter:
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
 
+    async def was_processed(self, payment: PaymentMessage) -> bool:
+        async with self._uow_factory(payment.tenant_id) as uow:
+            query = select(processed_messages.c.message_id).where(processed_messages.c.message_id == payment.message_id)
+            return (await uow.connection.execute(query)).first() is not None
+
     async def commit(self, payment: PaymentMessage, attempt: int) -> Outcome:
         """Return once the payment's effect is durable; raise RemitError for this payment's failure."""
         if not self.running():

@@ -1,13 +1,19 @@
-"""The FastStream subscriber: a thin entrypoint that hands each delivery to the PaymentProcessor."""
+"""The FastStream subscribers: thin entrypoints that hand each delivery to the PaymentProcessor.
+
+A work queue is served by a pool of N subscribers (N AMQP consumers, each with its own channel and
+prefetch); the tier pools are sized per tier, and a dedicated tenant queue gets the enterprise size.
+"""
 
 import asyncio
 import logging
 from typing import Annotated, cast
 
 from faststream import AckPolicy, Context
-from faststream.rabbit import ExchangeType, RabbitBroker, RabbitExchange, RabbitQueue
+from faststream.rabbit import RabbitBroker, RabbitQueue
 from faststream.rabbit.annotations import RabbitMessage
+from faststream.rabbit.schemas import Channel
 from faststream.rabbit.schemas.queue import QueueType, QuorumQueueArgs
+from faststream.rabbit.subscriber import RabbitSubscriber
 
 from app.bootstrap import ConsumerServices
 from app.consumer.delivery import Delivery
@@ -27,31 +33,41 @@ async def raw_body(message: RabbitMessage) -> bytes:
     return message.body
 
 
-def work_queue(topology: Topology) -> RabbitQueue:
+def declared_queue(topology: Topology, name: str) -> RabbitQueue:
     return RabbitQueue(
-        topology.work_queue,
+        name,
         queue_type=QueueType.QUORUM,
         durable=True,
         arguments=cast("QuorumQueueArgs", topology.work_queue_arguments()),
-        routing_key=topology.work_binding_key,
     )
 
 
-def register_consumer(broker: RabbitBroker, topology: Topology) -> None:
-    @broker.subscriber(
-        work_queue(topology),
-        RabbitExchange(topology.exchange, type=ExchangeType.TOPIC, durable=True),
-        ack_policy=AckPolicy.NACK_ON_ERROR,
-        decoder=raw_body,
-        title="payments.work",
-        description="Processes each payment exactly once: idempotency record and ledger row in one "
-        "transaction, ack after commit; failures go to delay queues or the dead-letter exchange.",
-    )
+def register_pool(
+    broker: RabbitBroker, topology: Topology, queue: str, workers: int, prefetch: int
+) -> list[RabbitSubscriber]:
+    subscribers = []
+    for worker in range(workers):
+        subscriber = broker.subscriber(
+            declared_queue(topology, queue),
+            channel=Channel(prefetch_count=prefetch),
+            ack_policy=AckPolicy.NACK_ON_ERROR,
+            decoder=raw_body,
+            title=queue,
+            include_in_schema=worker == 0,
+            description="Processes each payment exactly once: idempotency record and ledger row in one "
+            "transaction, ack after commit; failures go to delay queues or the dead-letter exchange.",
+        )
+        subscriber(_handler_for(queue))
+        subscribers.append(subscriber)
+    return subscribers
+
+
+def _handler_for(queue: str):  # type: ignore[no-untyped-def]
     async def handle_payment(body: bytes, message: RabbitMessage, services: Services) -> None:
         raw = message.raw_message
         delivery = Delivery(
             body=body,
-            queue=topology.work_queue,
+            queue=queue,
             headers=dict(raw.headers or {}),
             content_type=raw.content_type,
             message_id=raw.message_id,
@@ -65,3 +81,5 @@ def register_consumer(broker: RabbitBroker, topology: Topology) -> None:
             log.exception("could not settle delivery %s; returning it to the queue", raw.message_id)
             await asyncio.sleep(REQUEUE_PAUSE_SECONDS)
             raise
+
+    return handle_payment

@@ -14,7 +14,7 @@ from contracts import PaymentMessage
 JSON = "application/json"
 
 
-def read_payment(
+def read_payment(  # everything but the TTL, which needs the idempotency record (see the processor)
     delivery: Delivery, now: datetime, max_bytes: int, trusted_publishers: frozenset[str]
 ) -> PaymentMessage:
     _check_envelope(delivery, max_bytes)
@@ -23,9 +23,11 @@ def read_payment(
     _check_publisher(delivery, message, trusted_publishers)
     if not message.validation_result.passed:
         raise InvalidMessage("validation_result.passed is false: the publisher did not validate this payment")
-    if message.is_expired(now):
-        raise MessageExpired(f"expired at {message.expires_at.isoformat()} (ttl {message.ttl_seconds}s)")
     return message
+
+
+def expired(message: PaymentMessage) -> MessageExpired:
+    return MessageExpired(f"expired at {message.expires_at.isoformat()} (ttl {message.ttl_seconds}s)")
 
 
 def _check_envelope(delivery: Delivery, max_bytes: int) -> None:

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from app.consumer.committer import GroupCommitter, Outcome
 from app.consumer.delivery import Delivery
 from app.consumer.failures import FailureOutcome, FailureRouter
-from app.consumer.intake import read_payment
+from app.consumer.intake import expired, read_payment
 from app.errors import RemitError, RetryableError, TenantMismatch
 from app.messaging import headers
 from app.observability.metrics import Metrics
@@ -40,7 +40,13 @@ class PaymentProcessor:
         payment: PaymentMessage | None = None
         try:
             payment = read_payment(delivery, self._clock(), self._max_bytes, self._trusted)
-            outcome = await self._committer.commit(payment, attempt=payment.retry_count + 1)
+            if payment.is_expired(self._clock()):
+                # Paid before its TTL ran out and redelivered since (a crash before the ack): a duplicate.
+                if not await self._committer.was_processed(payment):
+                    raise expired(payment)
+                outcome = Outcome.DUPLICATE
+            else:
+                outcome = await self._committer.commit(payment, attempt=payment.retry_count + 1)
         except RemitError as error:
             return await self._fail(delivery, payment, error, tenant)
         except Exception as exc:  # unknown failures are treated as retryable, never as success

@@ -10,7 +10,7 @@ from aio_pika.abc import AbstractChannel
 from app.consumer.delivery import Delivery
 from app.messaging import headers
 from app.messaging.properties import OutboundPayment, amqp_message
-from app.messaging.topology import Topology
+from app.messaging.topology import Topology, routing_key
 from contracts import PaymentMessage
 
 
@@ -24,9 +24,8 @@ class AmqpRepublisher:
         message = amqp_message(
             OutboundPayment.of(payment), now, self._user_id, {headers.ORIGINAL_QUEUE: delivery.queue}
         )
-        await self._channel.default_exchange.publish(
-            message, routing_key=self._topology.retry_queue(level), mandatory=True
-        )
+        exchange = await self._channel.get_exchange(self._topology.retry_queue(level), ensure=False)
+        await exchange.publish(message, routing_key=routing_key(payment.tenant_id), mandatory=True)
 
     async def to_dead_letters(self, delivery: Delivery, extra_headers: Mapping[str, Any]) -> None:
         # The original bytes and headers go to the store untouched: it is evidence.

@@ -34,11 +34,14 @@ def document_publishers(broker: RabbitBroker, topology: Topology) -> None:
     )
     for level, delay in enumerate(topology.retry_delays_seconds):
         broker.publisher(
-            topology.retry_queue(level),
+            exchange=RabbitExchange(topology.retry_queue(level), type=ExchangeType.FANOUT, durable=True),
+            routing_key="{tenant_id}.payment",
             schema=PaymentMessage,
             title=topology.retry_queue(level),
-            description=f"Retry after {delay:g}s: the payment with retry_count + 1 and the same message_id; "
-            f"when the delay runs out the broker dead-letters it back to {topology.work_queue}.",
+            description=f"Retry after {delay:g}s: the payment with retry_count + 1 and the same message_id, "
+            f"through the fanout exchange and queue {topology.retry_queue(level)}; when the delay runs out the "
+            f"broker dead-letters it back to `{topology.exchange}` with its own routing key, so it reaches the "
+            "tenant's current work queue.",
             persist=True,
         )
     broker.publisher(

@@ -30,6 +30,30 @@ class Management:
             topic = {"exchange": exchange, "write": key_pattern, "read": "^$"}
             client.put(f"/api/topic-permissions/{v}/{u}", json=topic).raise_for_status()
 
+    def grant_publisher(self, vhost: str, user: str, exchange: str, key_pattern: str) -> None:
+        """Give an existing publisher back its rights (after a suspension), leaving its password alone."""
+        v, u = quote(vhost, safe=""), quote(user, safe="")
+        with self._errors(), self._client() as client:
+            rights = {"configure": "^$", "write": f"^{re.escape(exchange)}$", "read": "^$"}
+            client.put(f"/api/permissions/{v}/{u}", json=rights).raise_for_status()
+            topic = {"exchange": exchange, "write": key_pattern, "read": "^$"}
+            client.put(f"/api/topic-permissions/{v}/{u}", json=topic).raise_for_status()
+
+    def queue_depths(self, vhost: str, names: list[str] | None) -> dict[str, dict[str, int]]:
+        """messages, ready, unacknowledged and consumers per queue (all queues when names is None)."""
+        v = quote(vhost, safe="")
+        columns = "name,messages,messages_ready,messages_unacknowledged,consumers"
+        with self._errors(), self._client() as client:
+            queues = client.get(f"/api/queues/{v}", params={"columns": columns}).json()
+        wanted = set(names) if names is not None else {q["name"] for q in queues}
+        return {
+            q["name"]: {
+                k: int(q.get(k) or 0) for k in ("messages", "messages_ready", "messages_unacknowledged", "consumers")
+            }
+            for q in queues
+            if q["name"] in wanted
+        }
+
     def revoke_publisher(self, vhost: str, user: str) -> None:
         """Take every right away (the user stays, so it can be restored) and close its connections."""
         v, u = quote(vhost, safe=""), quote(user, safe="")

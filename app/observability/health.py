@@ -41,7 +41,8 @@ class Readiness:
         return await self.broker.ping(CHECK_TIMEOUT)
 
     async def _consumers(self) -> bool:
-        return self.consuming() and all(s.running for s in self.broker.subscribers)
+        # Pools an admin stopped are not a failure; no consumer at all is.
+        return self.consuming() and any(s.running for s in self.broker.subscribers)
 
     async def _database(self) -> bool:
         if self.engine is None:

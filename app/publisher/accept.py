@@ -11,10 +11,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from app.errors import BatchRefused
 from app.publisher.bulk_file import BulkFile, read_bulk_file
 from app.publisher.commands import BatchAccepted, CurrencyTotal, SubmitBatch
-from app.publisher.validation import BatchContext, ValidatedBatch, validate_rows
+from app.publisher.validation import BatchContext, Rejection, ValidatedBatch, validate_rows
 from app.settings import Settings
 from app.storage.tables import batch_rejections, batch_totals, batches, outbox, tenants
 from app.storage.unit_of_work import UnitOfWorkFactory
+from app.tenancy.limits import BatchLoad, admit
 from contracts import PaymentMessage
 
 
@@ -38,8 +39,10 @@ async def submit_batch(
             known_references=await _known_references(conn, command.tenant_id, bulk),
         )
         batch = validate_rows(bulk.rows, ctx)
+        _reject_oversize(batch, tenant.max_message_bytes)
         if not batch.accepted:
             raise BatchRefused(f"{bulk.name}: no valid payment in the file ({len(batch.rejected)} rejected rows)")
+        await admit(conn, tenant, BatchLoad(len(batch.accepted), sum(len(m.to_wire()) for m in batch.accepted)), now)
         await _write(conn, bulk, ctx, batch)
         await uow.commit()
     return BatchAccepted(
@@ -59,6 +62,26 @@ async def _active_tenant(conn: AsyncConnection, tenant_id: str) -> Row[Any]:
     if row.status != "active":
         raise BatchRefused(f"tenant {tenant_id!r} is {row.status}; nothing was accepted")
     return row
+
+
+def _reject_oversize(batch: ValidatedBatch, max_bytes: int) -> None:
+    kept = []
+    for number, message in zip(batch.row_numbers, batch.accepted, strict=True):
+        size = len(message.to_wire())
+        if size > max_bytes:
+            batch.rejected.append(
+                Rejection(
+                    number,
+                    [f"the message is {size} bytes, over the tenant's limit of {max_bytes}"],
+                    message.payment_reference,
+                    message.currency,
+                    message.amount_cents,
+                )
+            )
+        else:
+            kept.append((number, message))
+    batch.row_numbers = [n for n, _ in kept]
+    batch.accepted = [m for _, m in kept]
 
 
 async def _refuse_resubmission(conn: AsyncConnection, tenant_id: str, bulk: BulkFile) -> None:

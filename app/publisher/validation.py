@@ -46,6 +46,7 @@ class ControlTotal:
 @dataclass(slots=True)
 class ValidatedBatch:
     accepted: list[PaymentMessage] = field(default_factory=list)
+    row_numbers: list[int] = field(default_factory=list)  # the file line of each accepted message
     rejected: list[Rejection] = field(default_factory=list)
     controls: list[ControlTotal] = field(default_factory=list)
 
@@ -87,6 +88,7 @@ def _read_payment(row: RawRow, ctx: BatchContext, first_seen: dict[str, int], ba
         batch.rejected.append(_rejection(row, errors))
     else:
         batch.accepted.append(message)
+        batch.row_numbers.append(row.number)
 
 
 def _build(row: RawRow, ctx: BatchContext) -> PaymentMessage:

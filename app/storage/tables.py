@@ -8,6 +8,7 @@ from sqlalchemy import (
     CheckConstraint,
     Column,
     DateTime,
+    Float,
     ForeignKey,
     Identity,
     Index,
@@ -48,6 +49,10 @@ tenants = Table(
     Column("default_ttl_seconds", Integer, nullable=False, server_default="86400"),
     Column("max_retries", Integer, nullable=False, server_default="3"),
     Column("max_message_bytes", Integer, nullable=False, server_default="65536"),
+    Column("publish_rate_per_second", Integer, nullable=False, server_default="1000"),
+    Column("publish_bytes_per_second", Integer, nullable=False, server_default="10000000"),
+    Column("max_in_flight", Integer, nullable=False, server_default="100000"),
+    Column("dedicated_queue", Boolean, nullable=False, server_default=text("false")),
     # Days kept after the fact (processed records, attempts, closed dead letters); NULL = the default.
     Column("retention_days", Integer),
     _now(),
@@ -225,4 +230,36 @@ api_keys = Table(
     Column("revoked_at", DateTime(timezone=True)),
     CheckConstraint("role in ('tenant','admin')", name="role"),
     CheckConstraint("(role = 'admin') = (tenant_id IS NULL)", name="tenant_matches_role"),
+)
+
+# Tenancy: limits live on `tenants` (columns added by migration 0006); these hold pool control and state.
+worker_pools = Table(
+    "worker_pools",
+    metadata,
+    Column("tier", String(16), primary_key=True),
+    Column("desired_state", String(16), nullable=False, server_default="running"),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("updated_by", Text),
+    CheckConstraint("desired_state in ('running','stopped')", name="desired_state"),
+)
+
+worker_heartbeats = Table(
+    "worker_heartbeats",
+    metadata,
+    Column("process_id", Text, primary_key=True),
+    Column("pool", Text, primary_key=True),
+    Column("tier", String(16), nullable=False),
+    Column("queue", Text, nullable=False),
+    Column("workers", Integer, nullable=False),
+    Column("running", Integer, nullable=False),
+    Column("at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)
+
+rate_buckets = Table(
+    "rate_buckets",
+    metadata,
+    Column("tenant_id", String(32), primary_key=True),
+    Column("tokens", Float, nullable=False),
+    Column("byte_tokens", Float, nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
 )

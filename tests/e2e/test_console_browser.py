@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from app.settings import Settings
 from app.storage.unit_of_work import UnitOfWorkFactory
 from tests.utils.admin import admin_key, seed_dead_letter, start_admin, tenant_key, wait_healthy
 from tests.utils.services import ServiceEnv, ServiceProcess, eventually
@@ -175,3 +176,52 @@ async def log_in(page: "Page", base: str, key: str, screenshot: Path | None) -> 
 
 async def shot(page: "Page", path: Path, **options: Any) -> None:
     await page.screenshot(path=str(path), full_page=True, **options)
+
+
+async def test_workers_page_shows_a_tenant_its_tier_and_an_admin_every_tier(
+    browser: "Browser",
+    services: tuple[ServiceProcess, ServiceProcess],
+    uow_factory: UnitOfWorkFactory,
+    screenshots: Path,
+) -> None:
+    _, admin = services
+    base = f"http://127.0.0.1:{admin.port}"
+    tenant = await fresh_tenant(uow_factory, tier="premium")
+    key, key_admin = await tenant_key(uow_factory, tenant, "carol"), await admin_key(uow_factory, "ops lead")
+    await wait_healthy(base)
+    context = await browser.new_context(viewport={"width": 1360, "height": 900})
+    page = await context.new_page()
+    await log_in(page, base, key, None)
+
+    await page.get_by_role("link", name="Workers").click()
+    await page.wait_for_url("**/console/workers")
+    await expect(page.get_by_role("heading", name="Worker pools")).to_be_visible()
+    await expect(page.get_by_text("Workers are shared with other premium tier tenants")).to_be_visible()
+
+    async def reported() -> bool:  # the consumer's first heartbeat (every 2 s) shows the premium workers
+        await page.reload()
+        cells = await page.locator("tbody tr").first.locator("td").all_inner_texts()
+        return cells[4] == str(Settings().tier_workers["premium"])
+
+    await eventually(reported, timeout=30, poll=1.0)
+    rows = await page.locator("tbody tr").all_inner_texts()
+    assert [row.split("\t")[0] for row in rows] == ["premium"]
+    assert "payments.work.premium" in rows[0]
+    assert "payments.work.free" not in await page.content()
+    assert await page.get_by_role("button", name="Stop premium").count() == 0  # no controls for tenants
+    await shot(page, screenshots / "workers.png")
+    forged = await page.request.post(f"{base}/console/workers", form={"action": "stop", "tier": "premium"})
+    assert forged.status == 403
+
+    await page.get_by_role("button", name="Log out").click()
+    await log_in(page, base, key_admin, None)
+    await page.goto(f"{base}/console/workers")
+    rows = await page.locator("tbody tr").all_inner_texts()
+    assert {row.split("\t")[0] for row in rows} >= {"free", "basic", "premium", "enterprise"}
+    await page.get_by_role("button", name="Restart free").click()
+    await expect(page.get_by_role("heading", name="Restart the free worker pools?")).to_be_visible()
+    await page.get_by_role("link", name="Cancel").click()  # the confirmation step: nothing changed
+    await page.wait_for_url("**/console/workers")
+    await expect(page.get_by_role("row", name="free").get_by_text("running", exact=True)).to_be_visible()
+    await shot(page, screenshots / "workers-admin.png")
+    await context.close()

@@ -26,5 +26,5 @@ def test_official_parser_accepts_the_document() -> None:
     assert result.returncode == 0, report["errors"]
     assert report["valid"] is True
     assert report["version"] == "3.0.0"
-    assert {"payments", "payments.work", "payments.dlx"} <= set(report["channels"])
+    assert {"payments", "payments.work.basic", "payments.dlx"} <= set(report["channels"])
     assert report["warnings"] == []

@@ -10,6 +10,7 @@ import pytest
 from aio_pika.abc import AbstractChannel
 
 from app.messaging import headers
+from app.messaging.topology import Topology
 from app.settings import Settings
 from app.storage.unit_of_work import UnitOfWorkFactory
 from tests.utils.dead_letters import queue_depth_now
@@ -84,7 +85,7 @@ async def test_killed_after_commit_before_ack_is_redelivered_and_not_paid_twice(
     try:
 
         async def drained() -> bool:
-            return await queue_depth_now(settings.amqp_url, settings.work_queue) == 0
+            return await queue_depth_now(settings.amqp_url, Topology.from_settings(settings).tier_queue("basic")) == 0
 
         await eventually(drained)
         await asyncio.sleep(1.0)

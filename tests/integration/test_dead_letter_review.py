@@ -20,6 +20,7 @@ from app.deadletters.retention import RetentionPolicy, purge_expired_records, se
 from app.deadletters.review import dead_letter_stats, list_dead_letters, show_dead_letter
 from app.deadletters.store import DeadLetterArchive
 from app.messaging.connection import login_of
+from app.messaging.topology import Topology
 from app.settings import Settings
 from app.storage.tables import dead_letters, delivery_attempts, processed_messages
 from app.storage.unit_of_work import UnitOfWorkFactory
@@ -97,14 +98,14 @@ async def test_refusals_and_dry_runs_change_nothing_and_publish_nothing(
     assert "new batch" in mine[expired].detail
     assert mine[transient].action == "would replay"
     assert {r.status for r in await dead_letters_of(uow_factory, tenant)} == {"open"}
-    assert await queue_depth_now(settings.amqp_url, settings.work_queue) == 0
+    assert await queue_depth_now(settings.amqp_url, Topology.from_settings(settings).tier_queue("basic")) == 0
     assert [(a.action, a.dry_run) for a in await audit_of(uow_factory, transient)] == [("replay", True)]
 
     [forced] = await replay_dead_letters(uow_factory, publisher, request(permanent, force=True), user_id=user)
     assert forced.action == "replayed"
 
     async def published() -> bool:
-        return await queue_depth_now(settings.amqp_url, settings.work_queue) == 1
+        return await queue_depth_now(settings.amqp_url, Topology.from_settings(settings).tier_queue("basic")) == 1
 
     await eventually(published, timeout=10, poll=0.05)
 

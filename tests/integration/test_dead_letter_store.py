@@ -14,6 +14,7 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from app.messaging import headers
+from app.messaging.topology import Topology
 from app.settings import Settings
 from app.storage.unit_of_work import UnitOfWorkFactory
 from tests.utils.dead_letters import (
@@ -26,6 +27,7 @@ from tests.utils.dead_letters import (
 )
 from tests.utils.factories import make_wire_dict, new_tenant_id, to_wire_bytes
 from tests.utils.services import ServiceEnv, ServiceProcess, eventually
+from tests.utils.world import route_tenant
 
 pytestmark = pytest.mark.integration
 
@@ -60,6 +62,7 @@ async def test_message_expired_in_the_work_queue_is_stored_as_expired(
     channel: AbstractChannel, uow_factory: UnitOfWorkFactory, settings: Settings, archiver: ServiceProcess
 ) -> None:
     tenant = new_tenant_id()
+    await route_tenant(settings.amqp_url, tenant, "basic")  # routed, though never registered: no consumer runs
     wire = make_wire_dict(tenant_id=tenant)
     exchange = await channel.get_exchange(settings.exchange)
     # No consumer runs: the broker itself dead-letters the message when its 1 ms expiration passes.
@@ -76,7 +79,7 @@ async def test_message_expired_in_the_work_queue_is_stored_as_expired(
     [row] = await wait_for_dead_letters(uow_factory, tenant, 1)
     assert row.reason == "expired"
     assert row.error_type == "BrokerDeadLetter"
-    assert row.original_queue == settings.work_queue
+    assert row.original_queue == Topology.from_settings(settings).tier_queue("basic")
     assert row.attempts == 0
     assert row.amount_cents == wire["amount_cents"]
     assert row.headers["x-death"][0]["reason"] == "expired"

@@ -47,8 +47,10 @@ async def test_health_readiness_metrics_and_docs(
 
         await eventually(booked)
         metrics = (await client.get("/metrics")).text
-        assert f'remit_consumed_total{{queue="payments.work",tenant="{tenant}"}} 1.0' in metrics
-        assert f'remit_outcomes_total{{outcome="processed",queue="payments.work",tenant="{tenant}"}} 1.0' in metrics
+        assert f'remit_consumed_total{{queue="payments.work.basic",tenant="{tenant}"}} 1.0' in metrics
+        assert (
+            f'remit_outcomes_total{{outcome="processed",queue="payments.work.basic",tenant="{tenant}"}} 1.0' in metrics
+        )
         docs = await client.get("/docs/asyncapi")
         assert docs.status_code == 200
         assert "remit" in docs.text

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import aio_pika
+import aiormq.exceptions
 import pytest
 from aio_pika.abc import AbstractChannel
 
@@ -15,7 +16,7 @@ from app.settings import Settings
 from app.storage.unit_of_work import UnitOfWorkFactory
 from tests.utils.factories import make_wire_dict, new_tenant_id, to_wire_bytes
 from tests.utils.services import ServiceEnv, ServiceProcess, eventually
-from tests.utils.world import attempts_for, fresh_tenant, ledger_count, publish_raw
+from tests.utils.world import attempts_for, fresh_tenant, ledger_count, publish_raw, route_tenant
 
 pytestmark = pytest.mark.integration
 
@@ -128,6 +129,9 @@ async def test_unknown_tenant_is_dead_lettered(
     uow_factory: UnitOfWorkFactory, settings: Settings, channel: AbstractChannel, consumer: ServiceProcess
 ) -> None:
     wire = make_wire_dict(tenant_id=new_tenant_id())  # never added
+    with pytest.raises(aiormq.exceptions.PublishError, match="NO_ROUTE"):
+        await _send(settings, wire)  # no binding for its key: refused at publish
+    await route_tenant(settings.amqp_url, wire["tenant_id"], "basic")  # routed by mistake, still not registered
     await _send(settings, wire)
     dead = await _dead_letter(channel, settings)
     assert dead.headers[headers.REASON] == "unknown_tenant"

@@ -32,7 +32,7 @@ def test_payments_exchange_is_documented_with_the_tenant_routing_key(doc: dict[s
 def test_messages_carry_the_tenant_header_and_the_payment_schema(doc: dict[str, Any]) -> None:
     messages = doc["components"]["messages"]
     assert messages["payments:Message"]["headers"]["required"] == ["tenantUUID"]
-    consumed = messages["payments.work:SubscribeMessage"]
+    consumed = messages["payments.work.basic:SubscribeMessage"]
     assert consumed["payload"] == {"$ref": "#/components/schemas/PaymentMessage"}
     assert consumed["headers"]["properties"]["tenantUUID"]["pattern"].startswith("^[a-z0-9]")
 
@@ -47,13 +47,15 @@ def test_payment_schema_has_descriptions_and_constraints(doc: dict[str, Any]) ->
 
 
 def test_queue_arguments_and_dead_lettering_are_documented(doc: dict[str, Any]) -> None:
-    work = doc["channels"]["payments.work"]
+    work = doc["channels"]["payments.work.premium"]
     assert work["x-remit-queue-arguments"]["x-dead-letter-strategy"] == "at-least-once"
     assert work["x-remit-queue-arguments"]["x-overflow"] == "reject-publish"
     assert work["x-remit-dead-letter-queue"]["queue"] == "payments.dlq"
-    retry = doc["channels"]["payments.work.retry.1000ms"]["x-remit-queue-arguments"]
+    retry = doc["channels"]["payments.retry.1000ms"]["x-remit-queue-arguments"]
     assert retry["x-message-ttl"] == 1000
-    assert retry["x-dead-letter-routing-key"] == "payments.work"
+    assert retry["x-dead-letter-exchange"] == "payments"  # back through the tenant's own routing key
+    assert "x-dead-letter-routing-key" not in retry
+    assert {f"payments.work.{t}" for t in ("free", "basic", "premium", "enterprise")} <= set(doc["channels"])
     assert "payments.dlx" in doc["channels"]
 
 

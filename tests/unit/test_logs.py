@@ -3,6 +3,7 @@
 import io
 import json
 import logging
+from collections.abc import Iterator
 
 import pytest
 
@@ -25,6 +26,16 @@ def test_mask_text(raw: str, masked: str) -> None:
     assert mask_text(raw) == masked
 
 
+@pytest.fixture
+def restore_root_logger() -> Iterator[None]:
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+@pytest.mark.usefixtures("restore_root_logger")
 def test_json_lines_carry_identity_fields_and_mask_accounts() -> None:
     configure_logging("INFO", "json")
     stream = io.StringIO()

@@ -12,8 +12,11 @@ from sqlalchemy import func, select
 
 from app.messaging import headers
 from app.messaging.properties import CONTENT_TYPE
+from app.messaging.topology import Topology
+from app.settings import Settings
 from app.storage.tables import delivery_attempts, ledger, outbox, processed_messages
 from app.storage.unit_of_work import UnitOfWorkFactory
+from app.tenancy.routing import Route, apply_route
 from app.tenancy.tenants import AddTenant, add_tenant
 from tests.utils.factories import new_payment_reference, new_tenant_id
 
@@ -28,10 +31,27 @@ COLUMNS = [
 ]
 
 
-async def fresh_tenant(uow: UnitOfWorkFactory, ttl: int = 86_400) -> str:
+class Routing:
+    """The AMQP URL of the running test's vhost (set by the `settings` fixture), so that a tenant made
+    for a test is routed there at once, as `remit tenants add` does."""
+
+    amqp_url: str | None = None
+
+
+async def fresh_tenant(uow: UnitOfWorkFactory, ttl: int = 86_400, tier: str = "basic") -> str:
     tenant_id = new_tenant_id()
-    await add_tenant(AddTenant(tenant_id, f"Tenant {tenant_id}", default_ttl_seconds=ttl), uow)
+    await add_tenant(AddTenant(tenant_id, f"Tenant {tenant_id}", tier=tier, default_ttl_seconds=ttl), uow)
+    if Routing.amqp_url is not None:
+        await route_tenant(Routing.amqp_url, tenant_id, tier)
     return tenant_id
+
+
+async def route_tenant(amqp_url: str, tenant_id: str, tier: str, dedicated: bool = False) -> str:
+    connection = await aio_pika.connect(amqp_url)
+    try:
+        return await apply_route(connection, Topology.from_settings(Settings()), Route(tenant_id, tier, dedicated))
+    finally:
+        await connection.close()
 
 
 def payment_row(n: int = 0, **overrides: Any) -> dict[str, Any]:

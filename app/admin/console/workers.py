@@ -1,0 +1,50 @@
+"""The console's workers page: the pools serving the caller's tier with their state and queue depths; for
+an admin every pool, with start/stop/restart (a confirmation step first, like every console action)."""
+
+from typing import Annotated, cast, get_args
+
+from fastapi import APIRouter, Form, HTTPException, Request, status
+from fastapi.responses import RedirectResponse
+from starlette.responses import Response
+
+from app.admin.api_workers import Action, apply_action, tiers_of, worker_status
+from app.admin.auth import Services
+from app.admin.console.context import Console
+from app.admin.console.render import page
+
+router = APIRouter(prefix="/console", include_in_schema=False)
+
+PAGE = "/console/workers"
+ACTIONS: tuple[str, ...] = get_args(Action)
+FormText = Annotated[str, Form(max_length=32)]
+Token = Annotated[str, Form(max_length=500)]
+
+
+@router.get("/workers")
+async def workers_page(request: Request, ctx: Console, services: Services) -> Response:
+    pools = await worker_status(services, ctx.caller)
+    tiers = sorted({p.tier for p in pools if not p.pool.startswith("tenant:")})
+    return page(request, "workers.html", ctx, pools=pools, tiers=tiers, actions=ACTIONS)
+
+
+@router.post("/workers")
+async def workers_action(
+    request: Request,
+    ctx: Console,
+    services: Services,
+    csrf_token: Token = "",
+    action: FormText = "",
+    tier: FormText = "",
+    step: FormText = "review",
+) -> Response:
+    ctx.check_csrf(csrf_token)
+    if not ctx.caller.is_admin:
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "only admins can start, stop or restart worker pools")
+    if action not in ACTIONS:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"unknown action {action!r}")
+    tiers = tiers_of(tier or None)
+    if step != "confirm":
+        return page(request, "workers_confirm.html", ctx, action=action, tier=tier, tiers=tiers)
+    await apply_action(services, ctx.caller, cast(Action, action), tier or None)
+    ctx.flash(f"Worker pools {', '.join(tiers)}: {action} applied; every consumer process follows within seconds.")
+    return RedirectResponse(PAGE, status.HTTP_303_SEE_OTHER)

@@ -1,0 +1,60 @@
+"""Which work queue a tenant's routing key is bound to. Moving a tenant binds the new queue first and
+only then unbinds the old one, so no message is ever unroutable; what already sits in the old queue is
+processed there (every work queue keeps its consumers), so nothing in flight is lost."""
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import aio_pika.exceptions
+from aio_pika.abc import AbstractConnection
+
+from app.messaging.topology import TIERS, Topology, declare_topology, declare_work_queue, routing_key
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    tenant_id: str
+    tier: str
+    dedicated: bool
+    active: bool = True
+
+
+async def apply_route(connection: AbstractConnection, topology: Topology, route: Route, *, declare: bool = True) -> str:
+    """Bind the tenant's key to its queue (unless suspended) and unbind it everywhere else."""
+    target = topology.queue_for(route.tenant_id, route.tier, route.dedicated)
+    key = routing_key(route.tenant_id)
+    channel = await connection.channel()
+    try:
+        if declare:  # idempotent; makes sure the exchange and the tier queues exist on a fresh broker
+            await declare_topology(channel, topology)
+        queue = await declare_work_queue(channel, topology, target)
+        if route.active:
+            await queue.bind(topology.exchange, routing_key=key)
+        for tier in TIERS:
+            if topology.tier_queue(tier) != target or not route.active:
+                await (await channel.get_queue(topology.tier_queue(tier))).unbind(topology.exchange, key)
+    finally:
+        await channel.close()
+    if target != topology.dedicated_queue(route.tenant_id) or not route.active:
+        await _unbind_if_declared(connection, topology, topology.dedicated_queue(route.tenant_id), key)
+    return target
+
+
+async def apply_routes(connection: AbstractConnection, topology: Topology, routes: Iterable[Route]) -> None:
+    first = True
+    for route in routes:
+        await apply_route(connection, topology, route, declare=first)
+        first = False
+
+
+async def _unbind_if_declared(connection: AbstractConnection, topology: Topology, name: str, key: str) -> None:
+    # A passive declare of a missing queue closes its channel, so it gets a channel of its own.
+    channel = await connection.channel()
+    try:
+        queue = await channel.declare_queue(name, passive=True)
+        await queue.unbind(topology.exchange, key)
+    except aio_pika.exceptions.ChannelNotFoundEntity:
+        return
+    finally:
+        if not channel.is_closed:
+            await channel.close()

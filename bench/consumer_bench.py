@@ -1,0 +1,229 @@
+"""Consumer throughput against the broker's own ceiling and against the naive design, in one run.
+
+Three subjects drain the same pre-filled quorum work queue (`payments.work.enterprise`, remit's own topology, the
+same ~480-byte payment bodies with remit's AMQP properties):
+
+  raw     aio-pika consume + ack, no application work (prefetch 1000, ack multiple every 200), in-process
+  naive   bench/naive_consumer.py: FastStream, one PostgreSQL transaction per message (prefetch 64)
+  remit   the real service, `python -m faststream run app.main:app` (group commit), as its own process
+
+Each round pre-fills N messages, starts the subject, and times the drain from the first processed
+message to the N-th (raw: acked; naive and remit: rows in `ledger`). Rounds are interleaved and the
+medians and ratios are printed and written to the `## Consumer` section of docs/benchmarks.md.
+
+Tune remit with REMIT_PREFETCH / REMIT_COMMIT_BATCH_MAX (or --prefetch / --commit-batch-max).
+"""
+
+import argparse
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+import _report as r
+import aio_pika
+import asyncpg
+from aio_pika.abc import AbstractIncomingMessage
+
+LOGS = Path("/tmp/remit-bench-logs")
+LOGS.mkdir(exist_ok=True)
+
+
+@dataclass
+class Results:
+    raw: list[float] = field(default_factory=list)
+    naive: list[float] = field(default_factory=list)
+    remit: list[float] = field(default_factory=list)
+
+
+async def drain_raw(env: r.BenchEnv, queue: str, n: int, prefetch: int = 1000, ack_every: int = 200) -> float:
+    connection = await aio_pika.connect(env.amqp_url)
+    try:
+        channel = await connection.channel()
+        await channel.set_qos(prefetch_count=prefetch)
+        q = await channel.get_queue(queue, ensure=False)
+        finished = asyncio.Event()
+        count = 0
+        first = 0.0
+
+        async def on_message(message: AbstractIncomingMessage) -> None:
+            nonlocal count, first
+            count += 1
+            if count == 1:
+                first = time.perf_counter()
+            if count % ack_every == 0 or count == n:
+                await message.ack(multiple=True)
+            if count == n:
+                finished.set()
+
+        tag = await q.consume(on_message)
+        await finished.wait()
+        elapsed = time.perf_counter() - first
+        await q.cancel(tag)
+        return (n - 1) / elapsed
+    finally:
+        await connection.close()
+
+
+async def drain_process(
+    env: r.BenchEnv,
+    args: list[str],
+    n: int,
+    name: str,
+    extra_env: dict[str, str],
+    stall_seconds: float = 60,
+    profile: bool = False,
+) -> tuple[float, int]:
+    """Start a consumer process, wait until `ledger` holds n rows; return (msg/s, pid peak RSS not used)."""
+    log = (LOGS / f"{name}.log").open("ab")
+    proc = subprocess.Popen(  # noqa: ASYNC220
+        args, env=env.service_env(**extra_env), cwd=r.ROOT, stdout=log, stderr=subprocess.STDOUT
+    )
+    spy = None
+    if profile:
+        spy = subprocess.Popen(  # noqa: ASYNC220
+            [
+                str(Path(sys.executable).parent / "py-spy"),
+                "record",
+                "--pid",
+                str(proc.pid),
+                "--rate",
+                "200",
+                "--format",
+                "raw",
+                "--output",
+                str(LOGS / f"{name}-profile.txt"),
+                "--nonblocking",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    conn = await asyncpg.connect(env.dsn)
+    try:
+        t0 = 0.0
+        c0 = 0
+        last_change = time.monotonic()
+        last = -1
+        while True:
+            count = int(await conn.fetchval("SELECT count(*) FROM ledger"))
+            now = time.perf_counter()
+            if count and not t0:
+                t0, c0 = now, count
+            if count >= n:
+                return (n - c0) / (now - t0) if now > t0 else float("nan"), proc.pid
+            if count != last:
+                last, last_change = count, time.monotonic()
+            if proc.poll() is not None:
+                raise RuntimeError(f"{name} exited with {proc.returncode}; see {log.name}")
+            if time.monotonic() - last_change > stall_seconds:
+                dead = await conn.fetchval("SELECT count(*) FROM delivery_attempts")
+                raise RuntimeError(f"{name} stalled at {count}/{n} (delivery_attempts={dead}); see {log.name}")
+            await asyncio.sleep(0.05)
+    finally:
+        await conn.close()
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(timeout=30)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=40)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        log.close()
+
+
+NAIVE = [sys.executable, "-m", "faststream", "run", "naive_consumer:app", "--app-dir", str(r.ROOT / "bench")]
+REMIT = [sys.executable, "-m", "faststream", "run", "app.main:app"]
+
+
+async def bench(args: argparse.Namespace) -> Results:
+    results = Results()
+    remit_env = {"REMIT_PREFETCH": str(args.prefetch), "REMIT_COMMIT_BATCH_MAX": str(args.commit_batch_max)}
+    naive_env = {"NAIVE_PREFETCH": str(args.naive_prefetch)}
+    payments = r.make_payments(args.messages)
+    async with r.fresh_env("consumer", keep=args.keep) as env:
+        topology = await r.declare(env)
+        subjects = [s for s in ("raw", "naive", "remit") if s not in args.skip]
+        with r.progress() as bar:
+            for round_no in range(1, args.runs + 1):
+                for subject in subjects:
+                    task = bar.add_task(f"round {round_no} {subject}: pre-fill", total=len(payments))
+                    await r.truncate_effects(env)
+                    await r.purge(env, r.work_queue(topology))
+                    await r.confirmed_publish(env.amqp_url, payments, on_progress=partial(bar.advance, task))
+                    bar.update(task, description=f"round {round_no} {subject}: drain")
+                    if subject == "raw":
+                        rate = await drain_raw(env, r.work_queue(topology), len(payments))
+                    elif subject == "naive":
+                        rate, _ = await drain_process(env, NAIVE, len(payments), "naive", naive_env)
+                    else:
+                        rate, _ = await drain_process(
+                            env, REMIT, len(payments), "remit", remit_env, profile=args.profile
+                        )
+                    getattr(results, subject).append(rate)
+                    bar.update(task, description=f"round {round_no} {subject}: {rate:,.0f} msg/s")
+    return results
+
+
+def report(args: argparse.Namespace, res: Results, machine: str) -> str:
+    raw, naive, remit = (r.median(x) if x else float("nan") for x in (res.raw, res.naive, res.remit))
+    vs_raw = remit / raw
+    vs_naive = remit / naive
+    per_round_raw = [b / a for a, b in zip(res.raw, res.remit, strict=False)]
+    per_round_naive = [b / a for a, b in zip(res.naive, res.remit, strict=False)]
+    ok_raw = "PASS" if vs_raw >= 0.70 else "MISS"
+    ok_naive = "PASS" if vs_naive >= 3.0 else "MISS"
+    body_size = len(r.make_payments(1)[0].body)
+    return f"""{machine}
+
+`.venv/bin/python bench/consumer_bench.py --messages {args.messages} --runs {args.runs} --prefetch {args.prefetch} \
+--commit-batch-max {args.commit_batch_max}`: {args.messages:,} messages pre-filled per round into remit's quorum
+work queue (`payments.work.enterprise`, {body_size}-byte payment JSON, remit AMQP properties, persistent), drained by
+each subject in turn; rounds interleaved; drain timed from the first processed message to the last.
+
+| subject | what | runs (msg/s) | median msg/s |
+|---|---|---|---|
+| raw | aio-pika consume + ack, no work, prefetch 1000, ack multiple every 200 | {r.fmt_runs(res.raw)} | {raw:,.0f} |
+| naive | FastStream, one PostgreSQL transaction per message, prefetch {args.naive_prefetch} \
+(bench/naive_consumer.py) | {r.fmt_runs(res.naive)} | {naive:,.0f} |
+| remit | `faststream run app.main:app`, group commit, prefetch {args.prefetch}, \
+commit batch max {args.commit_batch_max} | {r.fmt_runs(res.remit)} | {remit:,.0f} |
+
+| bar | ratio of medians | per-round ratios | result |
+|---|---|---|---|
+| remit >= 70% of raw | {vs_raw:.0%} | {", ".join(f"{x:.0%}" for x in per_round_raw)} | **{ok_raw}** |
+| remit >= 3x naive | {vs_naive:.1f}x | {", ".join(f"{x:.1f}x" for x in per_round_naive)} | **{ok_naive}** |
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--messages", type=int, default=50_000, help="messages per drain (default 50,000)")
+    parser.add_argument("--runs", type=int, default=3, help="interleaved rounds; medians are reported")
+    parser.add_argument("--prefetch", type=int, default=int(os.environ.get("REMIT_PREFETCH", "256")))
+    parser.add_argument("--commit-batch-max", type=int, default=int(os.environ.get("REMIT_COMMIT_BATCH_MAX", "256")))
+    parser.add_argument("--naive-prefetch", type=int, default=64)
+    parser.add_argument("--skip", nargs="*", default=[], choices=["raw", "naive", "remit"])
+    parser.add_argument("--profile", action="store_true", help="py-spy the remit consumer (raw stacks to /tmp)")
+    parser.add_argument("--keep", action="store_true", help="keep the database and vhost afterwards")
+    parser.add_argument("--no-write", action="store_true", help="do not update docs/benchmarks.md")
+    args = parser.parse_args()
+    machine = r.machine_details()
+    results = asyncio.run(bench(args))
+    text = report(args, results, machine)
+    text = r.with_notes(text, "consumer")  # the profile findings that explain the numbers
+    print(text)
+    if not args.no_write and not args.skip:
+        r.write_section("Consumer", text)
+        print(f"wrote the Consumer section of {r.DOC}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,192 @@
+"""Publish-to-processed latency of remit's consumer at half of its measured maximum throughput.
+
+Path measured: direct confirmed publish to the `payments` exchange (routing key `<tenant>.payment`, remit's
+AMQP properties) -> quorum work queue -> the real consumer process (`faststream run app.main:app`, group
+commit) -> `ledger`. The outbox relay is not in the path (its throughput is bench/relay_bench.py's subject).
+
+Per run: (1) the maximum: pre-fill --calibrate messages and time the consumer's drain; (2) open-loop paced
+publishing at half that rate for --seconds (messages are sent on a fixed schedule, never waiting for the
+consumer); (3) latency = ledger.booked_at - the wall-clock time just before the publish call. booked_at is
+PostgreSQL's now(), the start of the group-commit transaction, so the commit itself (about one fsync) is
+not included. Medians of --runs runs go to the `## Latency` section of docs/benchmarks.md.
+"""
+
+import argparse
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from functools import partial
+
+import _report as r
+import aio_pika
+import asyncpg
+from rich.progress import Progress
+
+from app.messaging.topology import routing_key
+
+REMIT = [sys.executable, "-m", "faststream", "run", "app.main:app"]
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    k = min(len(sorted_values) - 1, max(0, round(q * (len(sorted_values) - 1))))
+    return sorted_values[k]
+
+
+async def wait_ledger(conn: asyncpg.Connection, n: int, timeout: float = 300) -> tuple[float, int, float]:
+    """Wait until ledger holds n rows; return (first-seen time, count then, end time)."""
+    t0, c0 = 0.0, 0
+    deadline = time.monotonic() + timeout
+    while True:
+        count = int(await conn.fetchval("SELECT count(*) FROM ledger"))
+        now = time.perf_counter()
+        if count and not t0:
+            t0, c0 = now, count
+        if count >= n:
+            return t0, c0, now
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"ledger stuck at {count}/{n}")
+        await asyncio.sleep(0.05)
+
+
+async def paced_publish(env: r.BenchEnv, payments: list[r.Payment], rate: float) -> dict[str, float]:
+    """Open loop: message i is sent at start + i/rate (in 5 ms ticks); returns message_id -> send time."""
+    sent: dict[str, float] = {}
+    connection = await aio_pika.connect(env.amqp_url)
+    try:
+        channel = await connection.channel(publisher_confirms=True, on_return_raises=True)
+        exchange = await channel.get_exchange("payments", ensure=True)
+        key = routing_key(r.TENANT)
+        tasks: list[asyncio.Task[object]] = []
+        start = time.perf_counter()
+        i = 0
+        while i < len(payments):
+            due = min(len(payments), int((time.perf_counter() - start) * rate) + 1)
+            while i < due:
+                p = payments[i]
+                now = datetime.now(UTC)
+                sent[str(p.message_id)] = now.timestamp()
+                tasks.append(asyncio.create_task(exchange.publish(r.message_for(p, now), routing_key=key)))
+                i += 1
+            await asyncio.sleep(0.005)
+        await asyncio.gather(*tasks)
+    finally:
+        await connection.close()
+    return sent
+
+
+async def one_run(env: r.BenchEnv, args: argparse.Namespace, run: int, bar: Progress) -> dict[str, float]:
+    await r.truncate_effects(env)
+    calibrate = r.make_payments(args.calibrate)
+    task = bar.add_task(f"run {run}: pre-fill for the maximum", total=len(calibrate))
+    await r.confirmed_publish(env.amqp_url, calibrate, on_progress=partial(bar.advance, task))
+    extra = {"REMIT_PREFETCH": str(args.prefetch), "REMIT_COMMIT_BATCH_MAX": str(args.commit_batch_max)}
+    proc = subprocess.Popen(  # noqa: ASYNC220
+        REMIT, env=env.service_env(**extra), cwd=r.ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    conn = await asyncpg.connect(env.dsn)
+    try:
+        t0, c0, t1 = await wait_ledger(conn, len(calibrate))
+        maximum = (len(calibrate) - c0) / (t1 - t0)
+        rate = args.rate or maximum * args.load
+        bar.update(task, description=f"run {run}: max {maximum:,.0f} msg/s; pacing at {rate:,.0f}")
+        await conn.execute("TRUNCATE ledger, processed_messages")
+        paced = r.make_payments(int(rate * args.seconds))
+        sent = await paced_publish(env, paced, rate)
+        await wait_ledger(conn, len(paced))
+        rows = await conn.fetch("SELECT message_id::text AS id, extract(epoch FROM booked_at) AS at FROM ledger")
+    finally:
+        await conn.close()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=40)
+    first = min(sent.values())
+    lat = sorted(
+        (float(row["at"]) - sent[row["id"]]) * 1000
+        for row in rows
+        if row["id"] in sent and sent[row["id"]] - first >= args.warmup  # drop the first --warmup seconds
+    )
+    return {
+        "max": maximum,
+        "rate": rate,
+        "n": float(len(lat)),
+        "p50": percentile(lat, 0.50),
+        "p95": percentile(lat, 0.95),
+        "p99": percentile(lat, 0.99),
+        "max_ms": lat[-1],
+    }
+
+
+async def bench(args: argparse.Namespace) -> list[dict[str, float]]:
+    results = []
+    async with r.fresh_env("latency", keep=args.keep) as env:
+        await r.declare(env)
+        with r.progress() as bar:
+            for run in range(1, args.runs + 1):
+                res = await one_run(env, args, run, bar)
+                results.append(res)
+                bar.console.print(
+                    f"run {run}: max {res['max']:,.0f} msg/s, paced {res['rate']:,.0f} msg/s, "
+                    f"p50 {res['p50']:.1f} ms, p95 {res['p95']:.1f} ms, p99 {res['p99']:.1f} ms"
+                )
+    return results
+
+
+def report(args: argparse.Namespace, res: list[dict[str, float]], machine: str) -> str:
+    def med(key: str) -> float:
+        return r.median([x[key] for x in res])
+
+    rows = "\n".join(
+        f"| {i} | {x['max']:,.0f} | {x['rate']:,.0f} | {x['n']:,.0f} | {x['p50']:.1f} | {x['p95']:.1f} | "
+        f"{x['p99']:.1f} | {x['max_ms']:.1f} |"
+        for i, x in enumerate(res, start=1)
+    )
+    verdict = "PASS" if med("p99") < 100 else "MISS"
+    return f"""{machine}
+
+`.venv/bin/python bench/latency_bench.py --runs {args.runs} --seconds {args.seconds} --load {args.load}`: path =
+direct confirmed publish to `payments` -> quorum `payments.work.enterprise` -> `faststream run app.main:app`
+(prefetch {args.prefetch}, commit batch max {args.commit_batch_max}) -> ledger. The maximum is measured in the
+same run (drain of {args.calibrate:,} pre-filled messages), then messages are published open-loop at
+{args.load:.0%} of it for {args.seconds} s; latency = `ledger.booked_at` (start of the commit transaction) minus
+the send time; the first {args.warmup} s are dropped.
+
+| run | max msg/s | paced msg/s | samples | p50 ms | p95 ms | p99 ms | max ms |
+|---|---|---|---|---|---|---|---|
+{rows}
+| **median** | {med("max"):,.0f} | {med("rate"):,.0f} | | {med("p50"):.1f} | {med("p95"):.1f} | {med("p99"):.1f} | \
+{med("max_ms"):.1f} |
+
+| bar | median p99 | result |
+|---|---|---|
+| p99 < 100 ms at half of the maximum throughput | {med("p99"):.1f} ms | **{verdict}** |
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=20.0, help="paced publishing time per run")
+    parser.add_argument("--load", type=float, default=0.5, help="fraction of the measured maximum")
+    parser.add_argument("--rate", type=float, default=0.0, help="fixed msg/s instead of load x measured maximum")
+    parser.add_argument("--calibrate", type=int, default=20_000, help="messages drained to measure the maximum")
+    parser.add_argument("--warmup", type=float, default=1.0, help="seconds of sends left out of the percentiles")
+    parser.add_argument("--prefetch", type=int, default=int(os.environ.get("REMIT_PREFETCH", "256")))
+    parser.add_argument("--commit-batch-max", type=int, default=int(os.environ.get("REMIT_COMMIT_BATCH_MAX", "256")))
+    parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--no-write", action="store_true", help="do not update docs/benchmarks.md")
+    args = parser.parse_args()
+    machine = r.machine_details()
+    results = asyncio.run(bench(args))
+    text = report(args, results, machine)
+    text = r.with_notes(text, "latency")
+    print(text)
+    if not args.no_write:
+        r.write_section("Latency", text)
+        print(f"wrote the Latency section of {r.DOC}")
+
+
+if __name__ == "__main__":
+    main()

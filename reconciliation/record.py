@@ -1,0 +1,106 @@
+"""The run and its breaks, recorded in PostgreSQL; open breaks keep the age of their first sighting."""
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import asyncpg
+import pyarrow as pa
+
+from reconciliation import statuses as st
+from reconciliation.config import SYSTEM_SCOPE, libpq_dsn
+from reconciliation.result import BREAK_SCHEMA, SUMMARY_SCHEMA, ReconcileResult
+from reconciliation.snapshot import TABLES
+
+_FIRST_SEEN_SQL = """
+SELECT b.message_id::text AS message_id, min(b.first_seen_at) AS first_seen_at
+FROM reconciliation_breaks b JOIN reconciliation_runs r ON r.run_id = b.run_id
+WHERE r.as_of <= $1 AND b.message_id = ANY($2::uuid[])
+GROUP BY b.message_id
+"""
+
+_BREAK_COLUMNS = (
+    "run_id",
+    "message_id",
+    "correlation_id",
+    "tenant_id",
+    "currency",
+    "status",
+    "amount_cents",
+    "detail",
+    "first_seen_at",
+    "age",
+)
+
+
+@dataclass(frozen=True)
+class RunTimes:
+    run_id: uuid.UUID
+    started_at: datetime
+    finished_at: datetime
+    grace: timedelta
+
+
+def with_age(breaks: pa.Table, as_of: datetime, first_seen: dict[str, datetime]) -> pa.Table:
+    """Add first_seen_at and age_seconds; a break nobody saw before is first seen at this as-of time."""
+    seen = [first_seen.get(m, as_of) for m in breaks["message_id"].to_pylist()]
+    ages = [int((as_of - s).total_seconds()) for s in seen]
+    return breaks.append_column("first_seen_at", pa.array(seen, pa.timestamp("us", tz="UTC"))).append_column(
+        "age_seconds", pa.array(ages, pa.int64())
+    )
+
+
+def _run_row(result: ReconcileResult, times: RunTimes, outcome: str, error: str | None) -> dict[str, object]:
+    counts = {f"{t.name}_rows": result.input_counts.get(t.name, 0) for t in TABLES}
+    return {
+        "run_id": times.run_id,
+        "as_of": result.as_of,
+        "started_at": times.started_at,
+        "finished_at": times.finished_at,
+        "grace_minutes": int(times.grace.total_seconds() // 60),
+        **counts,
+        "message_count": result.message_count,
+        "break_count": result.breaks.num_rows,
+        "pending_batches": result.batches_in(st.PENDING),
+        "broken_batches": result.batches_in(st.BREAKS),
+        "result": outcome,
+        "duration": times.finished_at - times.started_at,
+        "error": error,
+    }
+
+
+async def _insert_run(conn: asyncpg.Connection, row: dict[str, object]) -> None:
+    names = ", ".join(row)
+    params = ", ".join(f"${i}" for i in range(1, len(row) + 1))
+    await conn.execute(f"INSERT INTO reconciliation_runs ({names}) VALUES ({params})", *row.values())
+
+
+async def record_run(database_url: str, result: ReconcileResult, times: RunTimes) -> pa.Table:
+    """Insert the run and its breaks in one transaction; returns the breaks with first_seen_at and age."""
+    conn = await asyncpg.connect(libpq_dsn(database_url), server_settings=SYSTEM_SCOPE)
+    try:
+        async with conn.transaction():
+            ids = result.breaks["message_id"].to_pylist()
+            rows = await conn.fetch(_FIRST_SEEN_SQL, result.as_of, ids)
+            aged = with_age(result.breaks, result.as_of, {r["message_id"]: r["first_seen_at"] for r in rows})
+            await _insert_run(conn, _run_row(result, times, result.result, None))
+            records = [
+                (times.run_id, uuid.UUID(b["message_id"]), b["correlation_id"], b["tenant_id"], b["currency"],
+                 b["status"], b["amount_cents"], b["detail"], b["first_seen_at"],
+                 timedelta(seconds=b["age_seconds"]))
+                for b in aged.to_pylist()
+            ]  # fmt: skip
+            await conn.copy_records_to_table("reconciliation_breaks", records=records, columns=_BREAK_COLUMNS)
+    finally:
+        await conn.close()
+    return aged
+
+
+async def record_failure(database_url: str, as_of: datetime, times: RunTimes, error: str) -> None:
+    """A failed run is recorded too, so a missing nightly result is visible in the database."""
+    empty = ReconcileResult(as_of=as_of, summary=SUMMARY_SCHEMA.empty_table(), breaks=BREAK_SCHEMA.empty_table())
+    conn = await asyncpg.connect(libpq_dsn(database_url), server_settings=SYSTEM_SCOPE)
+    try:
+        await _insert_run(conn, _run_row(empty, times, "FAILED", error[:4000]))
+    finally:
+        await conn.close()

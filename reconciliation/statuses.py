@@ -1,0 +1,41 @@
+"""Message statuses, their precedence, and batch states: the vocabulary shared by the job and its reports."""
+
+from typing import Final
+
+# Precedence, highest first: a message gets the first status whose condition holds.
+UNEXPECTED: Final = "unexpected"  # in the ledger, never accepted (no outbox row)
+MISMATCH: Final = "mismatch"  # a ledger row's amount or currency differs from the outbox
+DUPLICATE: Final = "duplicate"  # more than one ledger row: money moved more than once
+PROCESSED: Final = "processed"  # exactly one matching ledger row
+DEAD_LETTERED: Final = "dead_lettered"  # a terminal dead letter with a reason other than expired
+EXPIRED: Final = "expired"  # a terminal dead letter with reason expired
+IN_FLIGHT: Final = "in_flight"  # no terminal state yet, still inside TTL + grace
+MISSING: Final = "missing"  # no terminal state and past TTL + grace (or idempotency row without money)
+
+STATUSES: Final = (UNEXPECTED, MISMATCH, DUPLICATE, PROCESSED, DEAD_LETTERED, EXPIRED, IN_FLIGHT, MISSING)
+BREAK_STATUSES: Final = (UNEXPECTED, MISMATCH, DUPLICATE, MISSING)
+TERMINAL_STATUSES: Final = (PROCESSED, DEAD_LETTERED, EXPIRED)
+
+# Batch states, ordered by severity so the worst currency decides the batch.
+RECONCILED: Final = "RECONCILED"
+PENDING: Final = "PENDING"
+BREAKS: Final = "BREAKS"
+BATCH_STATES: Final = (RECONCILED, PENDING, BREAKS)
+
+# Dead letters in this state went back to the queue: they are not a terminal state by themselves.
+REPLAYED_DL_STATUS: Final = "replayed"
+EXPIRED_REASON: Final = "expired"
+
+EXIT_OK: Final = 0
+EXIT_FAILED: Final = 1
+EXIT_BREAKS: Final = 2
+
+
+def worst_state(states: list[str]) -> str:
+    """The most severe batch state in `states` (RECONCILED when empty)."""
+    return max(states, key=BATCH_STATES.index, default=RECONCILED)
+
+
+def exit_code(result: str) -> int:
+    """PENDING alone is not a failure: only breaks make the nightly run exit non-zero."""
+    return EXIT_BREAKS if result == BREAKS else EXIT_OK

@@ -1,0 +1,58 @@
+"""Batch x currency level, Spark side: the per-message rows collapsed to a few rows per group.
+
+One hash aggregate (fixed-width buffers, partial aggregation before the shuffle) groups by
+batch x tenant x currency x status; a broken message keeps its own row (its message_id joins the key),
+so the same action yields the summary and the break detail. batch_totals rows join the same group-by
+as tagged rows instead of through a join. The pivot to one row per group happens on the driver
+(result.py), on a few rows per batch.
+"""
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from reconciliation import statuses as st
+from reconciliation.classify import hashed
+
+# Per broken message, what the driver needs to write its detail line (see result.py).
+BREAK_EVIDENCE = ("n_ledger", "n_processed", "l_amount", "l_ccy_h", "o_amount", "o_ccy_h", "o_expires")
+TOTALS = ("totals_accepted_count", "totals_accepted_cents", "control_count", "control_cents")
+GROUP_KEYS = ("corr_h", "tenant_h", "ccy_h", "status", "is_totals", "break_id")
+
+
+def _message_rows(messages: DataFrame) -> DataFrame:
+    is_break = F.col("status").isin(*st.BREAK_STATUSES)
+    return messages.select(
+        "corr_h",
+        "tenant_h",
+        "ccy_h",
+        "status",
+        F.lit(False).alias("is_totals"),
+        F.when(is_break, F.col("message_id")).alias("break_id"),
+        "amount_cents",
+        # Evidence only on break rows, so the other rows of a group stay identical and collapse.
+        *[F.when(is_break, F.col(c)).alias(c) for c in BREAK_EVIDENCE],
+    )
+
+
+def _totals_rows(batch_totals: DataFrame) -> DataFrame:
+    return batch_totals.select(
+        hashed("correlation_id").alias("corr_h"),
+        hashed("tenant_id").alias("tenant_h"),
+        hashed("currency").alias("ccy_h"),
+        F.lit(None).cast("string").alias("status"),
+        F.lit(True).alias("is_totals"),
+        F.col("accepted_count").alias("totals_accepted_count"),
+        F.col("accepted_cents").alias("totals_accepted_cents"),
+        "control_count",
+        "control_cents",
+    )
+
+
+def summarize(messages: DataFrame, batch_totals: DataFrame) -> DataFrame:
+    """Rows keyed by GROUP_KEYS with message count, cents (int64, ANSI-checked), evidence and totals."""
+    rows = _message_rows(messages).unionByName(_totals_rows(batch_totals), allowMissingColumns=True)
+    return rows.groupBy(*GROUP_KEYS).agg(
+        F.sum(F.when(~F.col("is_totals"), 1).otherwise(0)).alias("messages"),
+        F.sum("amount_cents").alias("cents"),
+        *[F.max(c).alias(c) for c in (*BREAK_EVIDENCE, *TOTALS)],
+    )
