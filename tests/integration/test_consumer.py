@@ -163,3 +163,38 @@ async def test_expired_on_arrival_is_dead_lettered_never_processed(
     [dead] = await _dead_letters(channel, settings, 1)
     assert dead.headers[headers.REASON] == "expired"
     assert await ledger_count(uow_factory, wire["message_id"]) == 0
+
+
+async def test_a_paid_message_redelivered_after_its_ttl_is_a_duplicate_not_expired(
+    service_env: ServiceEnv,
+    uow_factory: UnitOfWorkFactory,
+    settings: Settings,
+    channel: AbstractChannel,
+    logs_dir: Path,
+) -> None:
+    tenant = await fresh_tenant(uow_factory)
+    stamp = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+    wire = make_wire_dict(tenant_id=tenant, timestamp_utc=stamp, ttl_seconds=2)
+    doomed = ServiceProcess.consumer(service_env.env(REMIT_FAULT_KILL_AFTER_COMMITS="1"), logs_dir / "doomed.log")
+    await publish_raw(
+        settings.amqp_url,
+        to_wire_bytes(wire),
+        f"{tenant}.payment",
+        tenant_header=tenant,
+        message_id=wire["message_id"],
+    )
+    assert doomed.wait_exit(timeout=60) == -9  # booked, then killed before the ack
+    await asyncio.sleep(2.5)  # the TTL runs out while the unacked message waits for redelivery
+    survivor = ServiceProcess.consumer(service_env.env(), logs_dir / "consumer.log")
+    try:
+
+        async def drained() -> bool:
+            return await queue_depth_now(settings.amqp_url, Topology.from_settings(settings).tier_queue("basic")) == 0
+
+        await eventually(drained)
+        await asyncio.sleep(1.0)
+    finally:
+        survivor.stop()
+    assert await ledger_count(uow_factory, wire["message_id"]) == 1
+    dead_letters = await channel.get_queue(settings.dead_letter_queue)
+    assert await dead_letters.get(no_ack=True, fail=False) is None  # not an "expired" dead letter: it was paid
