@@ -61,6 +61,9 @@ class Settings(BaseSettings):
 
     relay_batch_size: PositiveInt = 500
     relay_poll_seconds: float = Field(default=0.2, gt=0)
+    relay_metrics_port: int = Field(
+        default=0, ge=0, description="Serve the relay's Prometheus metrics on this port (0: off)."
+    )
 
     default_ttl_seconds: PositiveInt = 86_400
     max_amount_cents: PositiveInt = Field(

@@ -4,6 +4,7 @@ import asyncio
 import signal
 
 import typer
+from prometheus_client import start_http_server
 
 from app.cli.common import console, friendly_errors, run
 from app.faults import KillAfter
@@ -36,6 +37,8 @@ async def run_relay(once: bool) -> int:
             while published := await relay.relay_once():
                 total += published
             return total
+        if settings.relay_metrics_port:
+            start_http_server(settings.relay_metrics_port, addr="127.0.0.1")
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

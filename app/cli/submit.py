@@ -31,7 +31,8 @@ def submit(
     Example: remit submit examples/anz_20250501.csv --tenant anz
     """
     command = SubmitBatch(check_tenant_id(tenant), path, correlation_id, allow_resubmit)
-    result = run(with_uow(lambda uow: submit_batch(command, uow, get_settings())))
+    with err_console.status(f"validating and accepting {path.name} ..."):
+        result = run(with_uow(lambda uow: submit_batch(command, uow, get_settings())))
     if as_json:
         console.print_json(json.dumps(asdict(result), default=str))
     else:

@@ -46,9 +46,6 @@ class Metrics:
         self.quarantined = Counter(
             "remit_quarantined", "Security events: tenant mismatch or unauthenticated publisher", ["tenant"], registry=r
         )
-        self.publish_confirms = Counter(
-            "remit_publish_confirms", "Broker confirms received by the outbox relay", ["result"], registry=r
-        )
         self.latency = Histogram(
             "remit_publish_to_processed_seconds",
             "From the relay's publish to the commit of the effect",

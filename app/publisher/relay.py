@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from aio_pika.abc import AbstractChannel, AbstractExchange
+from prometheus_client import Counter
 from sqlalchemy import Row, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -23,6 +24,8 @@ from app.storage.tables import outbox
 from app.storage.unit_of_work import SYSTEM, SqlUnitOfWork
 
 log = logging.getLogger("remit.relay")
+# The relay's own process metrics (`REMIT_RELAY_METRICS_PORT`): confirmed and failed publishes.
+PUBLISH_CONFIRMS = Counter("remit_publish_confirms", "Outbox publishes the broker confirmed or refused", ["result"])
 
 RELAY_LOCK_KEY = 0x72656D6974  # "remit": one advisory lock id for the relay leadership
 
@@ -101,8 +104,10 @@ class OutboxRelay:
         for row, result in zip(rows, results, strict=True):
             if isinstance(result, BaseException):
                 log.error("publish of %s failed, will retry: %r", row.message_id, result)
+                PUBLISH_CONFIRMS.labels("failed").inc()
             else:
                 confirmed.append(row.outbox_id)
+        PUBLISH_CONFIRMS.labels("confirmed").inc(len(confirmed))
         return confirmed
 
 
