@@ -1,12 +1,14 @@
 """`remit demo` end to end on its own database and vhost, then the ledger checked independently of it."""
 
 import asyncio
+import csv
 import json
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import text
@@ -66,5 +68,20 @@ async def test_the_demo_moves_every_payment_exactly_once(demo_name: str, tmp_pat
         assert {t for t, _ in open_dead} == set(expected)
         for tenant, n in open_dead:
             assert n == sum(v["count"] for v in expected[tenant]["dead_lettered_closed"].values())
+        _the_reconciliation_report_matches(tmp_path / "logs" / "reconciliation" / "summary.csv", expected)
     finally:
         await drop_database(env_db)
+
+
+def _the_reconciliation_report_matches(summary: Path, expected: dict[str, Any]) -> None:
+    """The nightly report the demo ends with says exactly what happened, per tenant and currency."""
+    with summary.open() as f:
+        rows = list(csv.DictReader(f))
+    assert {r["batch_state"] for r in rows} == {"RECONCILED"}
+    for r in rows:
+        spec = expected[r["tenant_id"]]
+        processed = spec["processed_final"].get(r["currency"], {"count": 0, "amount_cents": 0})
+        dead = spec["dead_lettered_closed"].get(r["currency"], {"count": 0, "amount_cents": 0})
+        assert (int(r["processed_count"]), int(r["processed_cents"])) == (processed["count"], processed["amount_cents"])
+        assert (int(r["dead_lettered_count"]), int(r["dead_lettered_cents"])) == (dead["count"], dead["amount_cents"])
+        assert int(r["missing_count"]) == int(r["duplicate_count"]) == int(r["unexpected_count"]) == 0
