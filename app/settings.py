@@ -61,6 +61,10 @@ class Settings(BaseSettings):
 
     relay_batch_size: PositiveInt = 500
     relay_poll_seconds: float = Field(default=0.2, gt=0)
+    relay_queue_high_watermark: int = Field(
+        default=200, ge=0, description="Hold a tenant's rows in the outbox while its queue has more ready (0: off)."
+    )
+    relay_fair_share: bool = Field(default=True, description="Round-robin across tenants; false: plain FIFO.")
     relay_metrics_port: int = Field(
         default=0, ge=0, description="Serve the relay's Prometheus metrics on this port (0: off)."
     )

@@ -11,6 +11,7 @@ from app.faults import KillAfter
 from app.logs import configure_logging
 from app.messaging.connection import connect, login_of, publisher_channel
 from app.messaging.topology import Topology, declare_topology
+from app.publisher.fair_selection import QueueDepths
 from app.publisher.relay import OutboxRelay
 from app.settings import get_settings
 from app.storage.engine import make_engine, wait_for_database
@@ -23,7 +24,12 @@ async def run_relay(once: bool) -> int:
     try:
         await wait_for_database(engine)
         channel = await publisher_channel(connection)
-        await declare_topology(channel, Topology.from_settings(settings))
+        topology = Topology.from_settings(settings)
+        await declare_topology(channel, topology)
+        fair = settings.relay_fair_share
+        watermark = settings.relay_queue_high_watermark
+        # --once drains the outbox, so it never waits for the consumers (no backpressure there)
+        depths = QueueDepths(connection, topology, watermark) if fair and watermark > 0 and not once else None
         relay = OutboxRelay(
             engine,
             channel,
@@ -31,6 +37,8 @@ async def run_relay(once: bool) -> int:
             login_of(settings.amqp_url),
             settings.relay_batch_size,
             after_publish=KillAfter("after publish, before mark", settings.fault_kill_after_publishes),
+            fair=fair,
+            queue_depths=depths,
         )
         if once:
             total = 0

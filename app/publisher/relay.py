@@ -3,6 +3,11 @@
 One relay is active at a time (a PostgreSQL advisory lock; others wait as standbys), which is what lets
 it promise first delivery in submission order per batch. A crash between publish and mark means the
 rows are published again on restart: a duplicate the idempotent consumer absorbs, never a loss.
+
+Fair share (app/publisher/fair_selection.py): each cycle takes an equal share of rows per tenant,
+round-robin, and with `queue_depths` skips tenants whose work queue is above the high-watermark, so a
+flooding tenant's backlog waits in the outbox instead of in front of a quiet tenant in a shared tier queue.
+`fair=False` is the old FIFO relay (outbox_id order, no backpressure), kept for comparison.
 """
 
 import asyncio
@@ -20,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from app.messaging import headers
 from app.messaging.properties import OutboundPayment, amqp_message
 from app.messaging.topology import routing_key
+from app.publisher.fair_selection import QueueDepths, fair_rows, pending_tenants
 from app.storage.tables import outbox
 from app.storage.unit_of_work import SYSTEM, SqlUnitOfWork
 
@@ -40,8 +46,16 @@ class OutboxRelay:
         batch_size: int,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         after_publish: Callable[[], None] = lambda: None,
+        *,
+        fair: bool = True,
+        queue_depths: QueueDepths | None = None,
+        throttle_pause: float = 0.02,
     ) -> None:
         self._after_publish = after_publish
+        self._fair = fair
+        self._queue_depths = queue_depths if fair else None
+        self._throttle_pause = throttle_pause
+        self._throttled = False  # the last cycle skipped a tenant for backpressure
         self._engine = engine
         self._channel = channel
         self._exchange_name = exchange_name
@@ -54,7 +68,7 @@ class OutboxRelay:
         """Publish one batch of unpublished rows; return how many were confirmed."""
         exchange = await self._get_exchange()
         async with SqlUnitOfWork(self._engine, SYSTEM) as uow:  # the relay works for every tenant
-            rows = (await uow.connection.execute(_next_rows(self._batch_size))).all()
+            rows = await self._select(uow.connection)
             if not rows:
                 return 0
             confirmed = await self._publish(exchange, rows)
@@ -70,8 +84,8 @@ class OutboxRelay:
             log.info("relay is active")
             while not stop.is_set():
                 published = await self._relay_or_pause(poll_seconds)
-                if published == 0:
-                    await _sleep_unless(stop, poll_seconds)
+                if published == 0:  # idle, or every pending tenant throttled: then only a short pause
+                    await _sleep_unless(stop, self._throttle_pause if self._throttled else poll_seconds)
 
     async def _relay_or_pause(self, pause: float) -> int:
         try:
@@ -80,6 +94,15 @@ class OutboxRelay:
             log.exception("relay cycle failed; retrying in %.1fs", pause)
             await asyncio.sleep(pause)
             return 0
+
+    async def _select(self, conn: AsyncConnection) -> Sequence[Row[Any]]:
+        if not self._fair:
+            return (await conn.execute(_next_rows(self._batch_size))).all()
+        pending = await pending_tenants(conn)
+        throttled = await self._queue_depths.throttled(pending) if self._queue_depths else set()
+        self._throttled = bool(throttled)
+        eligible = [p.tenant_id for p in pending if p.tenant_id not in throttled]
+        return await fair_rows(conn, eligible, self._batch_size)
 
     async def _get_exchange(self) -> AbstractExchange:
         if self._exchange is None:

@@ -119,6 +119,8 @@ outbox = Table(
     UniqueConstraint("correlation_id", "seq"),
     CheckConstraint("amount_cents > 0", name="amount_positive"),
     Index("ix_outbox_unpublished", "outbox_id", postgresql_where=text("published_at IS NULL")),
+    # The relay's fair selection: each tenant's unpublished rows in order (app/publisher/fair_selection.py).
+    Index("ix_outbox_unpublished_by_tenant", "tenant_id", "outbox_id", postgresql_where=text("published_at IS NULL")),
 )
 
 processed_messages = Table(
