@@ -3,11 +3,43 @@
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 import aio_pika
+import aio_pika.exceptions
 from aio_pika.abc import AbstractRobustChannel, AbstractRobustConnection
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_exponential
+
+from app.errors import ServiceUnavailable, UsageError
+
+BROKER_WAIT_SECONDS = 120.0  # a process started during a broker restart waits for it instead of exiting
 
 
-async def connect(amqp_url: str, name: str) -> AbstractRobustConnection:
-    return await aio_pika.connect_robust(amqp_url, client_properties={"connection_name": name})
+async def connect(amqp_url: str, name: str, wait_seconds: float = BROKER_WAIT_SECONDS) -> AbstractRobustConnection:
+    try:
+        async for attempt in AsyncRetrying(
+            stop=stop_after_delay(wait_seconds),
+            wait=wait_exponential(multiplier=0.2, max=5.0),
+            retry=retry_if_exception(_broker_not_up_yet),
+            reraise=True,
+        ):
+            with attempt:
+                return await aio_pika.connect_robust(amqp_url, client_properties={"connection_name": name})
+    except aio_pika.exceptions.ProbableAuthenticationError as exc:
+        raise UsageError(
+            f"RabbitMQ refused the login of {login_of(amqp_url)!r}: check the user and password in REMIT_AMQP_URL"
+        ) from exc
+    except (OSError, aio_pika.exceptions.AMQPConnectionError) as exc:
+        host = urlsplit(amqp_url).hostname
+        raise ServiceUnavailable(
+            f"RabbitMQ at {host} is not reachable after {wait_seconds:.0f}s ({exc}). "
+            "Start it (scripts/services.sh) or run `docker compose up -d`."
+        ) from exc
+    raise AssertionError("unreachable")
+
+
+def _broker_not_up_yet(exc: BaseException) -> bool:
+    # Wrong credentials will not get better by waiting: only a broker that is not up yet is retried.
+    if isinstance(exc, aio_pika.exceptions.ProbableAuthenticationError):
+        return False
+    return isinstance(exc, OSError | aio_pika.exceptions.AMQPConnectionError)
 
 
 async def publisher_channel(connection: AbstractRobustConnection) -> AbstractRobustChannel:
