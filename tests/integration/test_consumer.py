@@ -4,7 +4,6 @@ import asyncio
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 from aio_pika.abc import AbstractChannel
@@ -16,23 +15,9 @@ from app.storage.unit_of_work import UnitOfWorkFactory
 from tests.utils.dead_letters import queue_depth_now
 from tests.utils.factories import make_wire_dict, to_wire_bytes
 from tests.utils.services import ServiceEnv, ServiceProcess, eventually
-from tests.utils.world import attempts_for, fresh_tenant, ledger_count, processed_count, publish_raw
+from tests.utils.world import attempts_for, dead_letters, fresh_tenant, ledger_count, processed_count, publish_raw
 
 pytestmark = pytest.mark.integration
-
-
-async def _dead_letters(channel: AbstractChannel, settings: Settings, n: int) -> list[Any]:
-    queue = await channel.get_queue(settings.dead_letter_queue)
-    found: list[Any] = []
-    for _ in range(150):
-        message = await queue.get(no_ack=True, fail=False)
-        if message is not None:
-            found.append(message)
-            if len(found) == n:
-                return found
-        else:
-            await asyncio.sleep(0.1)
-    raise AssertionError(f"expected {n} dead letters, got {len(found)}")
 
 
 async def test_same_message_id_three_times_moves_money_once(
@@ -108,7 +93,7 @@ async def test_header_body_tenant_mismatch_is_quarantined_not_processed(
         tenant_header=attacker,
         message_id=wire["message_id"],
     )
-    [dead] = await _dead_letters(channel, settings, 1)
+    [dead] = await dead_letters(channel, settings, 1)
     assert dead.headers[headers.REASON] == "tenant_mismatch"
     assert dead.message_id == wire["message_id"]
     assert dead.body == to_wire_bytes(wire)  # the evidence is kept byte for byte
@@ -131,7 +116,7 @@ async def test_malformed_bodies_are_dead_lettered_with_reasons_and_the_consumer_
     ]
     for body, content_type in bad_bodies:
         await publish_raw(settings.amqp_url, body, key, tenant_header=tenant, content_type=content_type)
-    dead = await _dead_letters(channel, settings, len(bad_bodies))
+    dead = await dead_letters(channel, settings, len(bad_bodies))
     assert {d.headers[headers.REASON] for d in dead} == {"invalid"}
     errors = " | ".join(str(d.headers[headers.ERROR_MESSAGE]) for d in dead)
     assert "amount_cents" in errors
@@ -160,7 +145,7 @@ async def test_expired_on_arrival_is_dead_lettered_never_processed(
         tenant_header=tenant,
         message_id=wire["message_id"],
     )
-    [dead] = await _dead_letters(channel, settings, 1)
+    [dead] = await dead_letters(channel, settings, 1)
     assert dead.headers[headers.REASON] == "expired"
     assert await ledger_count(uow_factory, wire["message_id"]) == 0
 

@@ -1,6 +1,5 @@
 """Identity decides the tenant: RabbitMQ enforces per-tenant users, the consumer trusts only user_id."""
 
-import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,7 +18,7 @@ from app.storage.unit_of_work import UnitOfWorkFactory
 from app.tenancy.broker_users import broker_user, new_password, write_pattern
 from tests.utils.factories import make_wire_dict, to_wire_bytes
 from tests.utils.services import MANAGEMENT_AUTH, MANAGEMENT_URL, ServiceProcess, eventually
-from tests.utils.world import fresh_tenant, ledger_count, publish_raw
+from tests.utils.world import dead_letters, fresh_tenant, ledger_count, publish_raw
 
 pytestmark = pytest.mark.integration
 
@@ -65,15 +64,6 @@ def provision(vhost: str) -> Iterator[Any]:
     with httpx.Client(base_url=MANAGEMENT_URL, auth=MANAGEMENT_AUTH) as client:
         for user in users:
             client.delete(f"/api/users/{user}")
-
-
-async def _dead_letter(channel: AbstractChannel, settings: Settings) -> Any:
-    queue = await channel.get_queue(settings.dead_letter_queue)
-    for _ in range(300):
-        if (message := await queue.get(no_ack=True, fail=False)) is not None:
-            return message
-        await asyncio.sleep(0.1)
-    raise AssertionError("no dead letter arrived")
 
 
 async def test_a_tenant_publishing_as_itself_is_processed(
@@ -123,7 +113,7 @@ async def test_a_forged_tenant_in_header_and_body_is_quarantined(
     publisher = provision(settings.amqp_url, a)
     wire = make_wire_dict(tenant_id=b)  # tenant A pays from B's name, on A's own routing key
     await publisher.publish(wire, f"{a}.payment", user_id=publisher.user, tenant_header=b)
-    dead = await _dead_letter(channel, settings)
+    [dead] = await dead_letters(channel, settings, 1)
     assert dead.headers[headers.REASON] == "tenant_mismatch"
     assert f"may not publish for tenant '{b}'" in str(dead.headers[headers.ERROR_MESSAGE])
     assert await ledger_count(uow_factory, wire["message_id"]) == 0
@@ -142,7 +132,7 @@ async def test_a_message_without_user_id_is_quarantined(
         message_id=wire["message_id"],
         user_id=None,
     )
-    dead = await _dead_letter(channel, settings)
+    [dead] = await dead_letters(channel, settings, 1)
     assert dead.headers[headers.REASON] == "tenant_mismatch"
     assert "no AMQP user_id" in str(dead.headers[headers.ERROR_MESSAGE])
     assert await ledger_count(uow_factory, wire["message_id"]) == 0

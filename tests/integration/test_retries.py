@@ -3,7 +3,6 @@
 import asyncio
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import aio_pika
 import aiormq.exceptions
@@ -16,34 +15,20 @@ from app.settings import Settings
 from app.storage.unit_of_work import UnitOfWorkFactory
 from tests.utils.factories import make_wire_dict, new_tenant_id, to_wire_bytes
 from tests.utils.services import ServiceEnv, ServiceProcess, eventually
-from tests.utils.world import attempts_for, fresh_tenant, ledger_count, publish_raw, route_tenant
+from tests.utils.world import (
+    attempts_for,
+    dead_letters,
+    fresh_tenant,
+    ledger_count,
+    route_tenant,
+    send_payment,
+)
 
 pytestmark = pytest.mark.integration
 
 
 def _consumer(env: ServiceEnv, logs: Path, name: str = "consumer", **overrides: str) -> ServiceProcess:
     return ServiceProcess.consumer(env.env(**overrides), logs / f"{name}.log")
-
-
-async def _send(settings: Settings, wire: dict[str, Any]) -> None:
-    tenant = wire["tenant_id"]
-    await publish_raw(
-        settings.amqp_url,
-        to_wire_bytes(wire),
-        f"{tenant}.payment",
-        tenant_header=tenant,
-        message_id=wire["message_id"],
-    )
-
-
-async def _dead_letter(channel: AbstractChannel, settings: Settings, timeout: float = 30) -> Any:
-    queue = await channel.get_queue(settings.dead_letter_queue)
-    for _ in range(int(timeout * 10)):
-        message = await queue.get(no_ack=True, fail=False)
-        if message is not None:
-            return message
-        await asyncio.sleep(0.1)
-    raise AssertionError("no dead letter arrived")
 
 
 async def test_transient_failures_then_success_processes_once_after_n_attempts(
@@ -57,7 +42,7 @@ async def test_transient_failures_then_success_processes_once_after_n_attempts(
     wire = make_wire_dict(tenant_id=tenant, creditor_account="555000111")
     consumer = _consumer(service_env, logs_dir, REMIT_SIMULATOR_FLAKY_ACCOUNTS='{"555000111": 2}')
     try:
-        await _send(settings, wire)
+        await send_payment(settings, wire)
 
         async def booked() -> bool:
             return await ledger_count(uow_factory, wire["message_id"]) == 1
@@ -87,8 +72,8 @@ async def test_always_failing_is_dead_lettered_after_the_limit_with_every_attemp
         service_env, logs_dir, REMIT_SIMULATOR_FLAKY_ACCOUNTS='{"555000222": 99}', REMIT_MAX_RETRIES="3"
     )
     try:
-        await _send(settings, wire)
-        dead = await _dead_letter(channel, settings)
+        await send_payment(settings, wire)
+        [dead] = await dead_letters(channel, settings, 1)
     finally:
         consumer.stop()
     assert dead.headers[headers.REASON] == "retries_exhausted"
@@ -114,8 +99,8 @@ async def test_permanent_failure_is_dead_lettered_at_once(
     wire = make_wire_dict(tenant_id=tenant, creditor_account="555000333")
     consumer = _consumer(service_env, logs_dir, REMIT_SIMULATOR_CLOSED_ACCOUNTS='["555000333"]')
     try:
-        await _send(settings, wire)
-        dead = await _dead_letter(channel, settings)
+        await send_payment(settings, wire)
+        [dead] = await dead_letters(channel, settings, 1)
     finally:
         consumer.stop()
     assert dead.headers[headers.REASON] == "permanent_failure"
@@ -130,10 +115,10 @@ async def test_unknown_tenant_is_dead_lettered(
 ) -> None:
     wire = make_wire_dict(tenant_id=new_tenant_id())  # never added
     with pytest.raises(aiormq.exceptions.PublishError, match="NO_ROUTE"):
-        await _send(settings, wire)  # no binding for its key: refused at publish
+        await send_payment(settings, wire)  # no binding for its key: refused at publish
     await route_tenant(settings.amqp_url, wire["tenant_id"], "basic")  # routed by mistake, still not registered
-    await _send(settings, wire)
-    dead = await _dead_letter(channel, settings)
+    await send_payment(settings, wire)
+    [dead] = await dead_letters(channel, settings, 1)
     assert dead.headers[headers.REASON] == "unknown_tenant"
     assert await ledger_count(uow_factory, wire["message_id"]) == 0
 
@@ -159,7 +144,7 @@ async def test_expired_in_the_queue_reaches_the_dead_letters_never_processed(
         ),
         routing_key=f"{tenant}.payment",
     )
-    dead = await _dead_letter(channel, settings)
+    [dead] = await dead_letters(channel, settings, 1)
     assert dead.headers["x-first-death-reason"] == "expired"
     consumer = _consumer(service_env, logs_dir)
     try:
@@ -187,8 +172,8 @@ async def test_a_retry_never_extends_the_ttl(
         REMIT_MAX_RETRIES="5",
     )
     try:
-        await _send(settings, wire)
-        dead = await _dead_letter(channel, settings)
+        await send_payment(settings, wire)
+        [dead] = await dead_letters(channel, settings, 1)
     finally:
         consumer.stop()
     assert dead.headers[headers.REASON] == "expired"
@@ -206,7 +191,7 @@ async def test_consumer_killed_while_the_message_waits_in_a_delay_queue_still_re
     wire = make_wire_dict(tenant_id=tenant, creditor_account="555000555")
     slow = {"REMIT_SIMULATOR_FLAKY_ACCOUNTS": '{"555000555": 1}', "REMIT_RETRY_DELAYS_SECONDS": "[3.0]"}
     first = _consumer(service_env, logs_dir, "first", **slow)
-    await _send(settings, wire)
+    await send_payment(settings, wire)
 
     async def waiting_in_delay_queue() -> bool:
         return len(await attempts_for(uow_factory, wire["message_id"])) == 1

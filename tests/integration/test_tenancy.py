@@ -21,9 +21,9 @@ from app.tenancy.limits import LimitExceeded
 from app.tenancy.queues import delete_when_drained
 from app.tenancy.workers import pool_status, set_desired_state
 from tests.utils.dead_letters import queue_depth_now
-from tests.utils.factories import make_wire_dict, to_wire_bytes
+from tests.utils.factories import make_wire_dict
 from tests.utils.services import MANAGEMENT_URL, ServiceProcess, eventually
-from tests.utils.world import fresh_tenant, ledger_rows_for_tenant, payment_row, publish_raw, write_csv
+from tests.utils.world import fresh_tenant, ledger_rows_for_tenant, payment_row, send_payment, write_csv
 
 pytestmark = pytest.mark.integration
 MGMT = Management(f"http://guest:guest@{MANAGEMENT_URL.split('://')[1]}")
@@ -35,18 +35,10 @@ async def _admin(settings: Settings, uow: UnitOfWorkFactory) -> tuple[TenantAdmi
 
 
 async def _send(settings: Settings, tenant: str, n: int) -> list[str]:
-    ids = []
-    for _ in range(n):
-        wire = make_wire_dict(tenant_id=tenant)
-        await publish_raw(
-            settings.amqp_url,
-            to_wire_bytes(wire),
-            f"{tenant}.payment",
-            tenant_header=tenant,
-            message_id=wire["message_id"],
-        )
-        ids.append(wire["message_id"])
-    return ids
+    wires = [make_wire_dict(tenant_id=tenant) for _ in range(n)]
+    for wire in wires:
+        await send_payment(settings, wire)
+    return [w["message_id"] for w in wires]
 
 
 async def _pool_running(uow: UnitOfWorkFactory, settings: Settings, pool: str) -> int | None:

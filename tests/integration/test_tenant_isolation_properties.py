@@ -1,9 +1,7 @@
 """Property: whatever mix of payments several tenants (in different tiers) send, some with a forged
 tenant, ledger rows, dead letters and every tenant-scoped view stay inside their tenant."""
 
-import asyncio
 from dataclasses import dataclass
-from typing import Any
 
 import pytest
 from aio_pika.abc import AbstractChannel
@@ -23,7 +21,7 @@ from app.storage.unit_of_work import UnitOfWorkFactory
 from app.tenancy.workers import pool_status
 from tests.utils.factories import make_wire_dict, to_wire_bytes
 from tests.utils.services import MANAGEMENT_URL, ServiceProcess, app_database_url, eventually
-from tests.utils.world import fresh_tenant, ledger_rows_for_tenant, publish_raw
+from tests.utils.world import dead_letters, fresh_tenant, ledger_rows_for_tenant, publish_raw
 
 pytestmark = pytest.mark.integration
 TIERS = ("free", "basic", "premium")
@@ -39,20 +37,6 @@ class Sent:
 payments = st.lists(
     st.builds(Sent, st.integers(0, 2), st.integers(0, 2), st.integers(1, 10_000_000)), min_size=1, max_size=12
 )
-
-
-async def _drain_dead_letters(channel: AbstractChannel, settings: Settings, n: int) -> list[Any]:
-    queue = await channel.get_queue(settings.dead_letter_queue)
-    found: list[Any] = []
-    for _ in range(300):
-        if len(found) == n:
-            return found
-        message = await queue.get(no_ack=True, fail=False)
-        if message is None:
-            await asyncio.sleep(0.1)
-        else:
-            found.append(message)
-    raise AssertionError(f"{len(found)} of {n} dead letters arrived")
 
 
 @hsettings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -84,7 +68,7 @@ async def test_nothing_crosses_tenants(
         return counts == [len(ids[i]) for i in range(3)]
 
     await eventually(settled, timeout=30)
-    dead = await _drain_dead_letters(channel, settings, len(forged))
+    dead = await dead_letters(channel, settings, len(forged))
     assert sorted(d.message_id for d in dead) == sorted(forged)
     assert {d.headers[headers.REASON] for d in dead} <= {"tenant_mismatch"}
     for i, tenant in enumerate(tenants):

@@ -1,5 +1,6 @@
 """Factories that touch the real services: tenants, bulk files, direct publishes, ledger reads."""
 
+import asyncio
 import csv
 import json
 from collections.abc import Sequence
@@ -8,6 +9,7 @@ from typing import Any
 from uuid import UUID
 
 import aio_pika
+from aio_pika.abc import AbstractChannel
 from sqlalchemy import func, select
 
 from app.messaging import headers
@@ -18,7 +20,7 @@ from app.storage.tables import delivery_attempts, ledger, outbox, processed_mess
 from app.storage.unit_of_work import UnitOfWorkFactory
 from app.tenancy.routing import Route, apply_route
 from app.tenancy.tenants import AddTenant, add_tenant
-from tests.utils.factories import new_payment_reference, new_tenant_id
+from tests.utils.factories import new_payment_reference, new_tenant_id, to_wire_bytes
 
 COLUMNS = [
     "payment_reference",
@@ -142,3 +144,31 @@ async def outbox_rows(uow: UnitOfWorkFactory, correlation_id: str) -> list[Any]:
 async def _count(uow: UnitOfWorkFactory, query: Any) -> int:
     async with uow() as u:
         return int((await u.connection.execute(query)).scalar_one())
+
+
+async def send_payment(settings: Settings, wire: dict[str, Any], tenant_header: str | None = None) -> None:
+    """Publish a wire message on its tenant's routing key as the trusted service login would."""
+    tenant = wire["tenant_id"]
+    await publish_raw(
+        settings.amqp_url,
+        to_wire_bytes(wire),
+        f"{tenant}.payment",
+        tenant_header=tenant_header or tenant,
+        message_id=wire["message_id"],
+    )
+
+
+async def dead_letters(channel: AbstractChannel, settings: Settings, n: int, timeout: float = 30) -> list[Any]:
+    """Take exactly n messages off the dead-letter queue, waiting up to `timeout` seconds for them."""
+    queue = await channel.get_queue(settings.dead_letter_queue)
+    found: list[Any] = []
+    deadline = asyncio.get_running_loop().time() + timeout
+    while len(found) < n:
+        message = await queue.get(no_ack=True, fail=False)
+        if message is not None:
+            found.append(message)
+        elif asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"{len(found)} of {n} dead letters arrived within {timeout}s")
+        else:
+            await asyncio.sleep(0.1)
+    return found
