@@ -68,6 +68,8 @@ class GroupCommitter:
         self._core_banking = core_banking
         self._max_batch = max_batch
         self._queue: asyncio.Queue[_Pending] = asyncio.Queue()
+        # Tenants are never deleted, so a tenant seen once needs no lookup in every later transaction.
+        self._known_tenants: set[str] = set()
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -81,6 +83,13 @@ class GroupCommitter:
 
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
+
+    async def _tenant_known(self, connection: AsyncConnection, tenant_id: str) -> bool:
+        if tenant_id not in self._known_tenants:
+            query = select(tenants.c.tenant_id).where(tenants.c.tenant_id == tenant_id)
+            if (await connection.execute(query)).first() is not None:
+                self._known_tenants.add(tenant_id)
+        return tenant_id in self._known_tenants
 
     async def was_processed(self, payment: PaymentMessage) -> bool:
         async with self._uow_factory(payment.tenant_id) as uow:
@@ -124,7 +133,7 @@ class GroupCommitter:
 
     async def _commit_tenant(self, tenant_id: str, items: Sequence[_Pending]) -> dict[UUID, Result]:
         async with self._uow_factory(tenant_id) as uow:
-            if not await _tenant_known(uow.connection, tenant_id):
+            if not await self._tenant_known(uow.connection, tenant_id):
                 error = UnknownTenant(f"tenant {tenant_id!r} is not known to remit")
                 return {item.payment.message_id: error for item in items}
             rows = await uow.connection.execute(_CLAIM, _claim_params(items))
@@ -139,11 +148,6 @@ class GroupCommitter:
             await uow.commit()
         self._after_commit()
         return {item.payment.message_id: _outcome(item, new_ids, failures) for item in items}
-
-
-async def _tenant_known(connection: AsyncConnection, tenant_id: str) -> bool:
-    query = select(tenants.c.tenant_id).where(tenants.c.tenant_id == tenant_id)
-    return (await connection.execute(query)).first() is not None
 
 
 def _first_per_message(batch: Sequence[_Pending]) -> dict[UUID, _Pending]:

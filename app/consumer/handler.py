@@ -6,6 +6,7 @@ prefetch); the tier pools are sized per tier, and a dedicated tenant queue gets 
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Annotated, cast
 
 from faststream import AckPolicy, Context
@@ -62,7 +63,7 @@ def register_pool(
     return subscribers
 
 
-def _handler_for(queue: str):  # type: ignore[no-untyped-def]
+def _handler_for(queue: str) -> Callable[[bytes, RabbitMessage, ConsumerServices], Awaitable[None]]:
     async def handle_payment(body: bytes, message: RabbitMessage, services: Services) -> None:
         raw = message.raw_message
         delivery = Delivery(

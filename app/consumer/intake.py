@@ -1,6 +1,5 @@
 """Turn a raw delivery into a trusted PaymentMessage, or say precisely why it cannot be one."""
 
-from datetime import datetime
 from uuid import UUID
 
 from pydantic import ValidationError
@@ -14,9 +13,8 @@ from contracts import PaymentMessage
 JSON = "application/json"
 
 
-def read_payment(  # everything but the TTL, which needs the idempotency record (see the processor)
-    delivery: Delivery, now: datetime, max_bytes: int, trusted_publishers: frozenset[str]
-) -> PaymentMessage:
+def read_payment(delivery: Delivery, max_bytes: int, trusted_publishers: frozenset[str]) -> PaymentMessage:
+    """Everything but the TTL, which needs the idempotency record (see the processor)."""
     _check_envelope(delivery, max_bytes)
     message = _parse(delivery.body)
     _check_identity(delivery, message)

@@ -11,7 +11,6 @@ import os
 import socket
 from dataclasses import dataclass, field
 
-import aio_pika.exceptions
 from aio_pika.abc import AbstractConnection
 from faststream.rabbit import RabbitBroker
 from faststream.rabbit.subscriber import RabbitSubscriber
@@ -19,6 +18,7 @@ from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert
 
 from app.consumer.handler import register_pool
+from app.messaging.queues import ready_count
 from app.messaging.topology import TIERS, Topology
 from app.storage.tables import tenants, worker_heartbeats, worker_pools
 from app.storage.unit_of_work import UnitOfWorkFactory
@@ -94,7 +94,7 @@ class PoolManager:
     async def _forget_deleted_queues(self, connection: AbstractConnection) -> None:
         # A dedicated pool lives as long as its queue: it drains what a tenant left there after moving back.
         for name, pool in list(self.pools.items()):
-            if name.startswith("tenant:") and not await _queue_exists(connection, pool.queue):
+            if name.startswith("tenant:") and await ready_count(connection, pool.queue) is None:
                 await pool.stop()
                 del self.pools[name]
 
@@ -129,15 +129,3 @@ class PoolManager:
 
     async def stop_all(self) -> None:
         await asyncio.gather(*(p.stop() for p in self.pools.values()), return_exceptions=True)
-
-
-async def _queue_exists(connection: AbstractConnection, name: str) -> bool:
-    channel = await connection.channel()
-    try:
-        await channel.declare_queue(name, passive=True)
-        return True
-    except aio_pika.exceptions.ChannelNotFoundEntity:
-        return False
-    finally:
-        if not channel.is_closed:
-            await channel.close()

@@ -39,7 +39,7 @@ class PaymentProcessor:
         self._metrics.consumed.labels(delivery.queue, tenant).inc()
         payment: PaymentMessage | None = None
         try:
-            payment = read_payment(delivery, self._clock(), self._max_bytes, self._trusted)
+            payment = read_payment(delivery, self._max_bytes, self._trusted)
             if payment.is_expired(self._clock()):
                 # Paid before its TTL ran out and redelivered since (a crash before the ack): a duplicate.
                 if not await self._committer.was_processed(payment):

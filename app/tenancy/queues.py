@@ -14,6 +14,7 @@ from aio_pika.abc import AbstractConnection
 
 from app.errors import UsageError
 from app.messaging.management import Management
+from app.messaging.queues import ready_count
 
 SETTLE_SECONDS = 2.0
 
@@ -27,7 +28,7 @@ async def delete_when_drained(
         depth = management.queue_depths(vhost, [name]).get(name)
         if depth is None:
             return  # already gone
-        ready = await _ready(connection, name)
+        ready = await ready_count(connection, name)
         empty_checks = empty_checks + 1 if ready == 0 and depth["messages_unacknowledged"] == 0 else 0
         if time.monotonic() > deadline:
             raise UsageError(f"{name} still holds messages after {timeout:.0f}s; is its pool running?")
@@ -35,15 +36,5 @@ async def delete_when_drained(
     channel = await connection.channel()
     try:
         await channel.queue_delete(name)
-    finally:
-        await channel.close()
-
-
-async def _ready(connection: AbstractConnection, name: str) -> int:
-    # A passive declare on a fresh channel: exact and current, unlike the management API's sampled figures.
-    channel = await connection.channel()
-    try:
-        declared = await channel.declare_queue(name, passive=True)
-        return int(declared.declaration_result.message_count or 0)
     finally:
         await channel.close()

@@ -5,9 +5,9 @@ processed there (every work queue keeps its consumers), so nothing in flight is 
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import aio_pika.exceptions
 from aio_pika.abc import AbstractConnection
 
+from app.messaging.queues import ready_count
 from app.messaging.topology import TIERS, Topology, declare_topology, declare_work_queue, routing_key
 
 
@@ -48,13 +48,10 @@ async def apply_routes(connection: AbstractConnection, topology: Topology, route
 
 
 async def _unbind_if_declared(connection: AbstractConnection, topology: Topology, name: str, key: str) -> None:
-    # A passive declare of a missing queue closes its channel, so it gets a channel of its own.
+    if await ready_count(connection, name) is None:
+        return  # the tenant never had a dedicated queue
     channel = await connection.channel()
     try:
-        queue = await channel.declare_queue(name, passive=True)
-        await queue.unbind(topology.exchange, key)
-    except aio_pika.exceptions.ChannelNotFoundEntity:
-        return
+        await (await channel.get_queue(name, ensure=False)).unbind(topology.exchange, key)
     finally:
-        if not channel.is_closed:
-            await channel.close()
+        await channel.close()

@@ -15,7 +15,15 @@ from app.storage.unit_of_work import UnitOfWorkFactory
 from tests.utils.dead_letters import queue_depth_now
 from tests.utils.factories import make_wire_dict, to_wire_bytes
 from tests.utils.services import ServiceEnv, ServiceProcess, eventually
-from tests.utils.world import attempts_for, dead_letters, fresh_tenant, ledger_count, processed_count, publish_raw
+from tests.utils.world import (
+    attempts_for,
+    dead_letters,
+    fresh_tenant,
+    ledger_count,
+    processed_count,
+    publish_raw,
+    send_payment,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -26,13 +34,7 @@ async def test_same_message_id_three_times_moves_money_once(
     tenant = await fresh_tenant(uow_factory)
     wire = make_wire_dict(tenant_id=tenant)
     for _ in range(3):
-        await publish_raw(
-            settings.amqp_url,
-            to_wire_bytes(wire),
-            f"{tenant}.payment",
-            tenant_header=tenant,
-            message_id=wire["message_id"],
-        )
+        await send_payment(settings, wire)
     message_id = wire["message_id"]
 
     async def booked() -> bool:
@@ -56,13 +58,7 @@ async def test_killed_after_commit_before_ack_is_redelivered_and_not_paid_twice(
     doomed = ServiceProcess.consumer(
         service_env.env(REMIT_FAULT_KILL_AFTER_COMMITS="1"), logs_dir / "consumer-doomed.log"
     )
-    await publish_raw(
-        settings.amqp_url,
-        to_wire_bytes(wire),
-        f"{tenant}.payment",
-        tenant_header=tenant,
-        message_id=wire["message_id"],
-    )
+    await send_payment(settings, wire)
     assert doomed.wait_exit(timeout=60) == -9
     assert await ledger_count(uow_factory, wire["message_id"]) == 1  # committed before the kill
 
@@ -138,13 +134,7 @@ async def test_expired_on_arrival_is_dead_lettered_never_processed(
     tenant = await fresh_tenant(uow_factory)
     stamp = (datetime.now(UTC) - timedelta(hours=2)).isoformat().replace("+00:00", "Z")
     wire = make_wire_dict(tenant_id=tenant, timestamp_utc=stamp, ttl_seconds=3600)
-    await publish_raw(
-        settings.amqp_url,
-        to_wire_bytes(wire),
-        f"{tenant}.payment",
-        tenant_header=tenant,
-        message_id=wire["message_id"],
-    )
+    await send_payment(settings, wire)
     [dead] = await dead_letters(channel, settings, 1)
     assert dead.headers[headers.REASON] == "expired"
     assert await ledger_count(uow_factory, wire["message_id"]) == 0
@@ -161,13 +151,7 @@ async def test_a_paid_message_redelivered_after_its_ttl_is_a_duplicate_not_expir
     stamp = datetime.now(UTC).isoformat().replace("+00:00", "Z")
     wire = make_wire_dict(tenant_id=tenant, timestamp_utc=stamp, ttl_seconds=2)
     doomed = ServiceProcess.consumer(service_env.env(REMIT_FAULT_KILL_AFTER_COMMITS="1"), logs_dir / "doomed.log")
-    await publish_raw(
-        settings.amqp_url,
-        to_wire_bytes(wire),
-        f"{tenant}.payment",
-        tenant_header=tenant,
-        message_id=wire["message_id"],
-    )
+    await send_payment(settings, wire)
     assert doomed.wait_exit(timeout=60) == -9  # booked, then killed before the ack
     await asyncio.sleep(2.5)  # the TTL runs out while the unacked message waits for redelivery
     survivor = ServiceProcess.consumer(service_env.env(), logs_dir / "consumer.log")

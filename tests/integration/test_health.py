@@ -5,9 +5,9 @@ import pytest
 
 from app.settings import Settings
 from app.storage.unit_of_work import UnitOfWorkFactory
-from tests.utils.factories import make_wire_dict, to_wire_bytes
+from tests.utils.factories import make_wire_dict
 from tests.utils.services import ServiceProcess, eventually
-from tests.utils.world import fresh_tenant, ledger_count, publish_raw
+from tests.utils.world import fresh_tenant, ledger_count, send_payment
 
 pytestmark = pytest.mark.integration
 
@@ -34,13 +34,7 @@ async def test_health_readiness_metrics_and_docs(
 
         tenant = await fresh_tenant(uow_factory)
         wire = make_wire_dict(tenant_id=tenant)
-        await publish_raw(
-            settings.amqp_url,
-            to_wire_bytes(wire),
-            f"{tenant}.payment",
-            tenant_header=tenant,
-            message_id=wire["message_id"],
-        )
+        await send_payment(settings, wire)
 
         async def booked() -> bool:
             return await ledger_count(uow_factory, wire["message_id"]) == 1

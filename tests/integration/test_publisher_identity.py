@@ -11,13 +11,12 @@ from aio_pika.abc import AbstractChannel
 
 from app.messaging import headers
 from app.messaging.connection import with_login
-from app.messaging.management import Management
 from app.messaging.properties import CONTENT_TYPE
 from app.settings import Settings
 from app.storage.unit_of_work import UnitOfWorkFactory
 from app.tenancy.broker_users import broker_user, new_password, write_pattern
 from tests.utils.factories import make_wire_dict, to_wire_bytes
-from tests.utils.services import MANAGEMENT_AUTH, MANAGEMENT_URL, ServiceProcess, eventually
+from tests.utils.services import MANAGEMENT_AUTH, MANAGEMENT_URL, ServiceProcess, eventually, management
 from tests.utils.world import dead_letters, fresh_tenant, ledger_count, publish_raw
 
 pytestmark = pytest.mark.integration
@@ -54,7 +53,7 @@ def provision(vhost: str) -> Iterator[Any]:
 
     def make(amqp_url: str, tenant: str) -> Publisher:
         password = new_password()
-        Management(f"http://guest:guest@{MANAGEMENT_URL.split('://')[1]}").provision_publisher(
+        management().provision_publisher(
             vhost, broker_user(tenant), password, "payments", write_pattern(tenant)
         )
         users.append(broker_user(tenant))

@@ -10,7 +10,6 @@ from sqlalchemy import text
 
 from app.errors import BatchRefused
 from app.messaging.connection import connect, vhost_of
-from app.messaging.management import Management
 from app.messaging.topology import Topology
 from app.publisher.accept import submit_batch
 from app.publisher.commands import SubmitBatch
@@ -22,11 +21,11 @@ from app.tenancy.queues import delete_when_drained
 from app.tenancy.workers import pool_status, set_desired_state
 from tests.utils.dead_letters import queue_depth_now
 from tests.utils.factories import make_wire_dict
-from tests.utils.services import MANAGEMENT_URL, ServiceProcess, eventually
+from tests.utils.services import ServiceProcess, eventually, management
 from tests.utils.world import fresh_tenant, ledger_rows_for_tenant, payment_row, send_payment, write_csv
 
 pytestmark = pytest.mark.integration
-MGMT = Management(f"http://guest:guest@{MANAGEMENT_URL.split('://')[1]}")
+MGMT = management()
 
 
 async def _admin(settings: Settings, uow: UnitOfWorkFactory) -> tuple[TenantAdmin, aio_pika.abc.AbstractConnection]:

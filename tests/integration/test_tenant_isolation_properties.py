@@ -13,14 +13,13 @@ from sqlalchemy import text
 from app.bootstrap import uow_factory_for
 from app.messaging import headers
 from app.messaging.connection import vhost_of
-from app.messaging.management import Management
 from app.messaging.topology import Topology
 from app.settings import Settings
 from app.storage.engine import make_engine
 from app.storage.unit_of_work import UnitOfWorkFactory
 from app.tenancy.workers import pool_status
 from tests.utils.factories import make_wire_dict, to_wire_bytes
-from tests.utils.services import MANAGEMENT_URL, ServiceProcess, app_database_url, eventually
+from tests.utils.services import ServiceProcess, app_database_url, eventually, management
 from tests.utils.world import dead_letters, fresh_tenant, ledger_rows_for_tenant, publish_raw
 
 pytestmark = pytest.mark.integration
@@ -85,9 +84,8 @@ async def _scoped_views_stay_inside(database_url: str, settings: Settings, tenan
             async with app_uow(tenant) as uow:  # as the service sees it for this tenant, with no filter at all
                 seen = (await uow.connection.execute(text("SELECT DISTINCT tenant_id FROM ledger"))).scalars().all()
             assert set(seen) <= {tenant}
-            management = Management(f"http://guest:guest@{MANAGEMENT_URL.split('://')[1]}")
             pools = await pool_status(
-                app_uow, management, Topology.from_settings(settings), vhost_of(settings.amqp_url), tenant
+                app_uow, management(), Topology.from_settings(settings), vhost_of(settings.amqp_url), tenant
             )
             assert [p.pool for p in pools] == [tier]
     finally:

@@ -12,6 +12,7 @@ from aio_pika.abc import AbstractChannel
 from sqlalchemy import select
 
 from app.messaging import headers
+from app.messaging.queues import ready_count
 from app.storage.tables import dead_letter_audit, dead_letters
 from app.storage.unit_of_work import UnitOfWorkFactory
 from tests.utils.services import ServiceProcess, eventually
@@ -85,11 +86,9 @@ async def wait_for_dead_letters(uow: UnitOfWorkFactory, tenant: str | None, n: i
 
 
 async def queue_depth_now(amqp_url: str, queue: str) -> int:
-    """Messages in the queue now. A passive declare on a plain connection: a robust channel answers
-    passive declares from its cache, and the management API's figures lag by seconds."""
+    """Messages ready in the queue now (exact, unlike the management API's sampled figures)."""
     connection = await aio_pika.connect(amqp_url)
     try:
-        declared = await (await connection.channel()).declare_queue(queue, passive=True)
-        return int(declared.declaration_result.message_count or 0)
+        return await ready_count(connection, queue) or 0
     finally:
         await connection.close()

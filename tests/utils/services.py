@@ -20,6 +20,8 @@ import asyncpg
 import httpx
 import pytest
 
+from app.messaging.management import Management
+
 ROOT = Path(__file__).resolve().parents[2]
 PG_ADMIN_DSN = os.environ.get("REMIT_TEST_PG_ADMIN_DSN", "postgresql://root@127.0.0.1:5432/postgres")
 AMQP_BASE = os.environ.get("REMIT_TEST_AMQP_BASE", "amqp://guest:guest@127.0.0.1:5672")
@@ -64,6 +66,11 @@ async def drop_database(url: str) -> None:
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     finally:
         await admin.close()
+
+
+def management() -> Management:
+    """The management API client remit uses, pointed at the test broker."""
+    return Management(MANAGEMENT_URL.replace("://", f"://{MANAGEMENT_AUTH[0]}:{MANAGEMENT_AUTH[1]}@", 1))
 
 
 def create_vhost() -> str:
