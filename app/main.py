@@ -4,21 +4,19 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 from aio_pika.abc import AbstractConnection
 from faststream import ContextRepo
 from faststream.asgi import AsgiFastStream
 from faststream.rabbit import RabbitBroker
 from faststream.rabbit.schemas import Channel
-from faststream.specification import AsyncAPI
 from sqlalchemy import select
 
 from app.bootstrap import build_consumer, uow_factory_for
-from app.consumer.pools import PoolManager
+from app.consumer.pools import PoolManager, WorkerSettings
 from app.logs import configure_logging
 from app.messaging.connection import connect, publisher_channel
-from app.messaging.documented import document_publishers
+from app.messaging.documented import SpecificationOf, specification_broker
 from app.messaging.topology import Topology, declare_topology
 from app.observability.health import Readiness, health_routes
 from app.observability.metrics import Metrics
@@ -29,7 +27,9 @@ from app.storage.tables import tenants
 from app.storage.unit_of_work import UnitOfWorkFactory
 from app.tenancy.routing import Route, apply_routes
 
+log = logging.getLogger("remit.consumer")
 POOL_SYNC_SECONDS = 2.0
+GRACEFUL_SECONDS = 30.0
 DESCRIPTION = (
     "remit moves each payment exactly once. Publishers send payment messages (wire contract v1) to the "
     "`payments` topic exchange with routing key `<tenant_id>.payment`; the consumer books them idempotently "
@@ -37,18 +37,15 @@ DESCRIPTION = (
 )
 
 
-def create_broker(settings: Settings) -> tuple[RabbitBroker, PoolManager]:
-    topology = Topology.from_settings(settings)
-    broker = RabbitBroker(
+def create_broker(settings: Settings) -> RabbitBroker:
+    # FastStream runs the process (lifespan, HTTP, signals) and checks the broker for /readyz; the queue
+    # workers consume on channels of their own (app/consumer/worker.py).
+    return RabbitBroker(
         settings.amqp_url,
-        default_channel=Channel(prefetch_count=settings.prefetch, on_return_raises=True),
-        graceful_timeout=30.0,
-        log_level=logging.DEBUG,  # one line per message at INFO would drown the log at 10k msg/s
-        description="RabbitMQ 3.10+ / 4.x; quorum queues; every tenant publishes as its own RabbitMQ user.",
+        default_channel=Channel(on_return_raises=True),
+        graceful_timeout=GRACEFUL_SECONDS,
+        log_level=logging.DEBUG,
     )
-    pools = PoolManager(broker, topology, settings.tier_workers, settings.prefetch)
-    document_publishers(broker, topology)
-    return broker, pools
 
 
 async def route_every_tenant(uow: UnitOfWorkFactory, connection: AbstractConnection, topology: Topology) -> None:
@@ -61,51 +58,57 @@ async def route_every_tenant(uow: UnitOfWorkFactory, connection: AbstractConnect
 
 
 def create_app(settings: Settings) -> AsgiFastStream:
-    broker, pools = create_broker(settings)
+    broker = create_broker(settings)
     topology = Topology.from_settings(settings)
     metrics = Metrics()
     readiness = Readiness(broker, settings.database_url)
-    sync_context: dict[str, Any] = {}
+    workers = WorkerSettings(settings.tier_workers, settings.prefetch, settings.commit_batch_max)
 
     @asynccontextmanager
     async def lifespan(context: ContextRepo) -> AsyncIterator[None]:
         configure_logging()
         engine = make_engine(settings.database_url)
         await wait_for_database(engine)
-        connection = await connect(settings.amqp_url, "remit-consumer-publisher")
-        channel = await publisher_channel(connection)
-        await declare_topology(channel, topology)
-        services = build_consumer(settings, engine, channel, metrics=metrics)
-        await route_every_tenant(uow_factory_for(engine), connection, topology)
+        uow = uow_factory_for(engine)
+        connection = await connect(settings.amqp_url, "remit-consumer")
+        await declare_topology(await publisher_channel(connection), topology)
+        services = build_consumer(settings, engine, await publisher_channel(connection), metrics=metrics)
+        await route_every_tenant(uow, connection, topology)
         await services.committer.start()
-        gauges = asyncio.create_task(refresh_forever(engine, metrics), name="store-gauges")
-        sync_context.update(uow=uow_factory_for(engine), connection=connection)
-        pool_sync = asyncio.create_task(
-            pools.run_forever(uow_factory_for(engine), connection, POOL_SYNC_SECONDS), name="pool-sync"
-        )
-        readiness.engine, readiness.consuming = engine, services.committer.running
-        context.set_global("services", services)
+        pools = PoolManager(connection, topology, workers, services.processor.process_batch)
+        await pools.sync(uow)  # before the first delivery: a pool an admin stopped stays stopped
+        background = [
+            asyncio.create_task(refresh_forever(engine, metrics), name="store-gauges"),
+            asyncio.create_task(pools.run_forever(uow, POOL_SYNC_SECONDS), name="pool-sync"),
+        ]
+        readiness.engine = engine
+        readiness.consuming = lambda: services.committer.running() and pools.any_running()
         try:
             yield
         finally:
             readiness.consuming = lambda: False
-            gauges.cancel()
-            pool_sync.cancel()
+            for task in background:
+                task.cancel()
+            # Settle what the workers hold (ack after commit), bounded; anything left goes back to the queue.
+            try:
+                await asyncio.wait_for(pools.stop_all(), GRACEFUL_SECONDS)
+            except TimeoutError:
+                log.warning("workers still busy after %.0fs; their unacked deliveries go back", GRACEFUL_SECONDS)
             await services.committer.stop()
             await connection.close()
             await engine.dispose()
 
-    async def apply_pool_states() -> None:
-        # The broker starts every subscriber; a pool an admin stopped must not run until the first sync.
-        await pools.sync(sync_context["uow"], sync_context["connection"])
-
     return AsgiFastStream(
         broker,
         lifespan=lifespan,
-        after_startup=[apply_pool_states],
         asgi_routes=health_routes(readiness, metrics),
         asyncapi_path="/docs/asyncapi",
-        specification=AsyncAPI(title="remit", version="1.0.0", description=DESCRIPTION),
+        specification=SpecificationOf(
+            specification_broker(settings.amqp_url, topology),
+            title="remit",
+            version="1.0.0",
+            description=DESCRIPTION,
+        ),
     )
 
 

@@ -39,9 +39,7 @@ TenantId = Annotated[
     str,
     Field(
         pattern=TENANT_ID_PATTERN,
-        description=(
-            "Tenant identifier; lower-case letters, digits, '_' and '-' so it is safe in routing keys."
-        ),
+        description=("Tenant identifier; lower-case letters, digits, '_' and '-' so it is safe in routing keys."),
         examples=["anz"],
     ),
 ]
@@ -121,9 +119,7 @@ class Payload(_Strict):
         le=MAX_AMOUNT_CENTS,
         description="Amount in the currency's minor unit; an integer, never a float, string or bool.",
     )
-    currency: str = Field(
-        pattern=CURRENCY_PATTERN, description="Active ISO 4217 alphabetic code.", examples=["AUD"]
-    )
+    currency: str = Field(pattern=CURRENCY_PATTERN, description="Active ISO 4217 alphabetic code.", examples=["AUD"])
     debtor_bsb: Bsb
     debtor_account: Account
     creditor_bsb: Bsb

@@ -1,16 +1,17 @@
-"""Group commit: many handlers' payments committed together, each handler told its own outcome.
+"""Group commit: the batches of many queue workers committed together, each told its own outcomes.
 
-Handlers hand their payment over and wait; a single flusher takes whatever has queued up while the
-previous commit ran (natural batching: one payment at low load, hundreds under pressure). Each tenant's
-share of a flush is one transaction in that tenant's row-level-security scope, so PostgreSQL itself
-refuses a write to another tenant's rows; the tenants' transactions run side by side. Only after its
-transaction commits does a handler return, so the broker ack always follows the durable effect.
+Workers hand over a batch of payments and wait; a single flusher takes whatever has queued up while the
+previous commit ran (natural batching: one batch at low load, several workers' batches under pressure).
+Each tenant's share of a flush is one transaction in that tenant's row-level-security scope, so
+PostgreSQL itself refuses a write to another tenant's rows; the tenants' transactions run side by side.
+Only after its transactions commit does a worker get its outcomes, so the broker ack always follows the
+durable effect.
 """
 
 import asyncio
 import enum
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -31,14 +32,16 @@ class Outcome(enum.Enum):
     DUPLICATE = "duplicate"
 
 
-@dataclass(slots=True)
-class _Pending:
-    payment: PaymentMessage
-    attempt: int
-    done: asyncio.Future[Outcome]
-
-
 Result = Outcome | RemitError
+
+
+@dataclass(slots=True)
+class _Submission:
+    """One worker's batch: one future for all of its payments (no per-payment future on the hot path)."""
+
+    payments: Sequence[PaymentMessage]
+    done: asyncio.Future[list[Result]]
+
 
 _CLAIM = text(
     """
@@ -67,7 +70,7 @@ class GroupCommitter:
         self._uow_factory = uow_factory
         self._core_banking = core_banking
         self._max_batch = max_batch
-        self._queue: asyncio.Queue[_Pending] = asyncio.Queue()
+        self._queue: asyncio.Queue[_Submission] = asyncio.Queue()
         # Tenants are never deleted, so a tenant seen once needs no lookup in every later transaction.
         self._known_tenants: set[str] = set()
         self._task: asyncio.Task[None] | None = None
@@ -80,6 +83,10 @@ class GroupCommitter:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
+        while not self._queue.empty():  # nobody will commit these: their workers must not wait forever
+            submission = self._queue.get_nowait()
+            if not submission.done.done():
+                submission.done.set_exception(ServiceUnavailable("the group committer stopped"))
 
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
@@ -96,49 +103,57 @@ class GroupCommitter:
             query = select(processed_messages.c.message_id).where(processed_messages.c.message_id == payment.message_id)
             return (await uow.connection.execute(query)).first() is not None
 
-    async def commit(self, payment: PaymentMessage, attempt: int) -> Outcome:
-        """Return once the payment's effect is durable; raise RemitError for this payment's failure."""
+    async def commit_many(self, payments: Sequence[PaymentMessage]) -> list[Result]:
+        """Return once the payments' effects are durable: for each payment, its outcome or its failure."""
         if not self.running():
             raise ServiceUnavailable("the group committer is not running")
-        done: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
-        await self._queue.put(_Pending(payment, attempt, done))
+        if not payments:
+            return []
+        done: asyncio.Future[list[Result]] = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait(_Submission(payments, done))
         return await done
 
     async def _run(self) -> None:
         while True:
             batch = [await self._queue.get()]
-            while len(batch) < self._max_batch and not self._queue.empty():
+            size = len(batch[0].payments)
+            while size < self._max_batch and not self._queue.empty():
                 batch.append(self._queue.get_nowait())
+                size += len(batch[-1].payments)
             await self._flush(batch)
 
-    async def _flush(self, batch: list[_Pending]) -> None:
-        firsts = _first_per_message(batch)
-        by_tenant: dict[str, list[_Pending]] = defaultdict(list)
-        for item in firsts.values():
-            by_tenant[item.payment.tenant_id].append(item)
+    async def _flush(self, batch: list[_Submission]) -> None:
+        payments = [p for submission in batch for p in submission.payments]
+        firsts = _first_per_message(payments)
+        by_tenant: dict[str, list[PaymentMessage]] = defaultdict(list)
+        for payment in firsts.values():
+            by_tenant[payment.tenant_id].append(payment)
         results: dict[UUID, Result] = {}
         for outcome in await asyncio.gather(*(self._commit_or_fail(t, items) for t, items in by_tenant.items())):
             results.update(outcome)
-        for item in batch:
-            message_id = item.payment.message_id
-            # A second copy in the same batch: the first one decides, this one is a duplicate.
-            _settle(item.done, results[message_id] if firsts[message_id] is item else Outcome.DUPLICATE)
+        for submission in batch:
+            # A second copy in the same flush: the first one decides, this one is a duplicate.
+            outcomes = [
+                results[p.message_id] if firsts[p.message_id] is p else Outcome.DUPLICATE for p in submission.payments
+            ]
+            if not submission.done.done():
+                submission.done.set_result(outcomes)
 
-    async def _commit_or_fail(self, tenant_id: str, items: list[_Pending]) -> dict[UUID, Result]:
+    async def _commit_or_fail(self, tenant_id: str, items: list[PaymentMessage]) -> dict[UUID, Result]:
         try:
             return await self._commit_tenant(tenant_id, items)
         except Exception as exc:  # the transaction failed: every payment in it may be retried
             error = ServiceUnavailable(f"commit failed: {type(exc).__name__}: {exc}")
-            return {item.payment.message_id: error for item in items}
+            return {p.message_id: error for p in items}
 
-    async def _commit_tenant(self, tenant_id: str, items: Sequence[_Pending]) -> dict[UUID, Result]:
+    async def _commit_tenant(self, tenant_id: str, items: Sequence[PaymentMessage]) -> dict[UUID, Result]:
         async with self._uow_factory(tenant_id) as uow:
             if not await self._tenant_known(uow.connection, tenant_id):
                 error = UnknownTenant(f"tenant {tenant_id!r} is not known to remit")
-                return {item.payment.message_id: error for item in items}
+                return {p.message_id: error for p in items}
             rows = await uow.connection.execute(_CLAIM, _claim_params(items))
             new_ids = {row.message_id for row in rows}
-            new = [item.payment for item in items if item.payment.message_id in new_ids]
+            new = [p for p in items if p.message_id in new_ids]
             failures = await self._core_banking.book(uow.connection, new)
             if failures:
                 # A failed booking must not leave an idempotency record behind: the retry needs it free.
@@ -147,37 +162,26 @@ class GroupCommitter:
                 )
             await uow.commit()
         self._after_commit()
-        return {item.payment.message_id: _outcome(item, new_ids, failures) for item in items}
+        return {p.message_id: _outcome(p.message_id, new_ids, failures) for p in items}
 
 
-def _first_per_message(batch: Sequence[_Pending]) -> dict[UUID, _Pending]:
-    firsts: dict[UUID, _Pending] = {}
-    for item in batch:
-        firsts.setdefault(item.payment.message_id, item)
+def _first_per_message(payments: Sequence[PaymentMessage]) -> dict[UUID, PaymentMessage]:
+    firsts: dict[UUID, PaymentMessage] = {}
+    for payment in payments:
+        firsts.setdefault(payment.message_id, payment)
     return firsts
 
 
-def _claim_params(items: Iterable[_Pending]) -> dict[str, list[object]]:
-    pending = list(items)
+def _claim_params(payments: Sequence[PaymentMessage]) -> dict[str, list[object]]:
     return {
-        "ids": [p.payment.message_id for p in pending],
-        "tenants": [p.payment.tenant_id for p in pending],
-        "batches": [p.payment.correlation_id for p in pending],
-        "attempts": [p.attempt for p in pending],
+        "ids": [p.message_id for p in payments],
+        "tenants": [p.tenant_id for p in payments],
+        "batches": [p.correlation_id for p in payments],
+        "attempts": [p.retry_count + 1 for p in payments],
     }
 
 
-def _outcome(item: _Pending, new_ids: set[UUID], failures: Mapping[UUID, RemitError]) -> Result:
-    message_id = item.payment.message_id
+def _outcome(message_id: UUID, new_ids: set[UUID], failures: Mapping[UUID, RemitError]) -> Result:
     if message_id in failures:
         return failures[message_id]
     return Outcome.PROCESSED if message_id in new_ids else Outcome.DUPLICATE
-
-
-def _settle(done: asyncio.Future[Outcome], result: Result) -> None:
-    if done.done():
-        return
-    if isinstance(result, BaseException):
-        done.set_exception(result)
-    else:
-        done.set_result(result)

@@ -1,4 +1,4 @@
-"""Worker pools: tier pools made when the app is built, dedicated-queue pools made at runtime.
+"""Worker pools: a pool per tier queue, and one per dedicated tenant queue made at runtime.
 
 Each consumer process polls PostgreSQL for the desired state of each tier's pools (admins start and stop
 them with `remit workers ...` or the admin API, from any process) and for dedicated queues, applies it,
@@ -12,12 +12,10 @@ import socket
 from dataclasses import dataclass, field
 
 from aio_pika.abc import AbstractConnection
-from faststream.rabbit import RabbitBroker
-from faststream.rabbit.subscriber import RabbitSubscriber
 from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert
 
-from app.consumer.handler import register_pool
+from app.consumer.worker import ProcessBatch, QueueWorker
 from app.messaging.queues import ready_count
 from app.messaging.topology import TIERS, Topology
 from app.storage.tables import tenants, worker_heartbeats, worker_pools
@@ -32,41 +30,53 @@ class Pool:
     name: str
     tier: str
     queue: str
-    subscribers: list[RabbitSubscriber] = field(default_factory=list)
+    workers: list[QueueWorker] = field(default_factory=list)
 
     @property
     def running(self) -> int:
-        return sum(1 for s in self.subscribers if s.running)
+        return sum(1 for w in self.workers if w.running)
 
     async def start(self) -> None:
-        for subscriber in self.subscribers:
-            if not subscriber.running:
-                await subscriber.start()
+        await asyncio.gather(*(w.start() for w in self.workers if not w.running))
 
     async def stop(self) -> None:
-        for subscriber in self.subscribers:
-            if subscriber.running:
-                await subscriber.stop()
+        await asyncio.gather(*(w.stop() for w in self.workers))
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSettings:
+    workers: dict[str, int]  # per tier
+    prefetch: int
+    max_batch: int
 
 
 class PoolManager:
-    def __init__(self, broker: RabbitBroker, topology: Topology, workers: dict[str, int], prefetch: int) -> None:
-        self._broker = broker
+    def __init__(
+        self, connection: AbstractConnection, topology: Topology, settings: WorkerSettings, process: ProcessBatch
+    ) -> None:
+        self._connection = connection
         self._topology = topology
-        self._workers = workers
-        self._prefetch = prefetch
+        self._settings = settings
+        self._process = process
         self.process_id = f"{socket.gethostname()}:{os.getpid()}"
         self.pools: dict[str, Pool] = {}
         for tier in TIERS:
-            queue = topology.tier_queue(tier)
-            self.pools[tier] = Pool(
-                tier, tier, queue, register_pool(broker, topology, queue, self._size(tier), prefetch)
+            self.pools[tier] = self._pool(tier, tier, topology.tier_queue(tier))
+
+    def _pool(self, name: str, tier: str, queue: str, *, declare: bool = True) -> Pool:
+        # A dedicated queue is made by routing and removed by `remit queues delete`; its workers must
+        # never declare it back into existence, so they only look it up.
+        arguments = self._topology.work_queue_arguments() if declare else None
+        size = max(1, self._settings.workers.get(tier, 1))
+        workers = [
+            QueueWorker(
+                self._connection, queue, arguments, self._settings.prefetch, self._settings.max_batch, self._process
             )
+            for _ in range(size)
+        ]
+        return Pool(name, tier, queue, workers)
 
-    def _size(self, tier: str) -> int:
-        return max(1, self._workers.get(tier, 1))
-
-    async def sync(self, uow_factory: UnitOfWorkFactory, connection: AbstractConnection) -> None:
+    async def sync(self, uow_factory: UnitOfWorkFactory) -> None:
         async with uow_factory() as uow:
             states = await uow.connection.execute(select(worker_pools.c.tier, worker_pools.c.desired_state))
             desired: dict[str, str] = {row.tier: row.desired_state for row in states}
@@ -74,7 +84,7 @@ class PoolManager:
             dedicated = (await uow.connection.execute(query)).scalars().all()
         for tenant_id in dedicated:
             await self._ensure_dedicated(tenant_id)
-        await self._forget_deleted_queues(connection)
+        await self._forget_deleted_queues()
         for pool in list(self.pools.values()):
             if desired.get(pool.tier, "running") == "running":
                 await pool.start()
@@ -86,15 +96,13 @@ class PoolManager:
         name = f"tenant:{tenant_id}"
         if name in self.pools:
             return
-        queue = self._topology.dedicated_queue(tenant_id)
-        subscribers = register_pool(self._broker, self._topology, queue, self._size(DEDICATED_TIER), self._prefetch)
-        self.pools[name] = Pool(name, DEDICATED_TIER, queue, subscribers)
+        self.pools[name] = self._pool(name, DEDICATED_TIER, self._topology.dedicated_queue(tenant_id), declare=False)
         log.info("started the dedicated pool of %s", tenant_id)
 
-    async def _forget_deleted_queues(self, connection: AbstractConnection) -> None:
+    async def _forget_deleted_queues(self) -> None:
         # A dedicated pool lives as long as its queue: it drains what a tenant left there after moving back.
         for name, pool in list(self.pools.items()):
-            if name.startswith("tenant:") and await ready_count(connection, pool.queue) is None:
+            if name.startswith("tenant:") and await ready_count(self._connection, pool.queue) is None:
                 await pool.stop()
                 del self.pools[name]
 
@@ -105,7 +113,7 @@ class PoolManager:
                 "pool": p.name,
                 "tier": p.tier,
                 "queue": p.queue,
-                "workers": len(p.subscribers),
+                "workers": len(p.workers),
                 "running": p.running,
             }
             for p in self.pools.values()
@@ -119,13 +127,16 @@ class PoolManager:
             await uow.connection.execute(statement)
             await uow.commit()
 
-    async def run_forever(self, uow_factory: UnitOfWorkFactory, connection: AbstractConnection, every: float) -> None:
+    async def run_forever(self, uow_factory: UnitOfWorkFactory, every: float) -> None:
         while True:
-            await asyncio.sleep(every)  # the broker starts every pool itself; sync after it has
+            await asyncio.sleep(every)
             try:
-                await self.sync(uow_factory, connection)
+                await self.sync(uow_factory)
             except Exception:  # keep serving with the pools we have
                 log.warning("pool sync failed", exc_info=True)
+
+    def any_running(self) -> bool:
+        return any(p.running for p in self.pools.values())
 
     async def stop_all(self) -> None:
         await asyncio.gather(*(p.stop() for p in self.pools.values()), return_exceptions=True)

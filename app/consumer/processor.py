@@ -1,11 +1,13 @@
-"""Process one delivery: read it, commit its effect (group commit), or route its failure. Never raises
-for a bad message; raises only when the failure itself could not be recorded, so the broker redelivers."""
+"""Process a batch of deliveries: read each, commit the good ones together (group commit), route each
+failure. Never raises for a bad message. Says, per delivery, whether it is settled (may be acked); a
+delivery is unsettled only when its failure could not be recorded, so the broker must redeliver it."""
 
 import logging
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
-from app.consumer.committer import GroupCommitter, Outcome
+from app.consumer.committer import GroupCommitter, Outcome, Result
 from app.consumer.delivery import Delivery
 from app.consumer.failures import FailureOutcome, FailureRouter
 from app.consumer.intake import expired, read_payment
@@ -15,6 +17,8 @@ from app.observability.metrics import Metrics
 from contracts import PaymentMessage
 
 log = logging.getLogger("remit.consumer")
+
+Read = PaymentMessage | RemitError
 
 
 class PaymentProcessor:
@@ -34,31 +38,70 @@ class PaymentProcessor:
         self._metrics = metrics or Metrics()
         self._clock = clock
 
-    async def process(self, delivery: Delivery) -> str:
-        tenant = self._metrics.tenant(_header_tenant(delivery))
-        self._metrics.consumed.labels(delivery.queue, tenant).inc()
-        payment: PaymentMessage | None = None
+    async def process_batch(self, deliveries: Sequence[Delivery]) -> list[bool]:
+        """For each delivery, True once it is settled: committed, a duplicate, retried or dead-lettered."""
+        now = self._clock()
+        reads = [self._read(d) for d in deliveries]
+        fresh = [i for i, r in enumerate(reads) if isinstance(r, PaymentMessage) and not r.is_expired(now)]
+        results: dict[int, Result] = {}
         try:
-            payment = read_payment(delivery, self._max_bytes, self._trusted)
-            if payment.is_expired(self._clock()):
-                # Paid before its TTL ran out and redelivered since (a crash before the ack): a duplicate.
-                if not await self._committer.was_processed(payment):
-                    raise expired(payment)
-                outcome = Outcome.DUPLICATE
-            else:
-                outcome = await self._committer.commit(payment, attempt=payment.retry_count + 1)
-        except RemitError as error:
-            return await self._fail(delivery, payment, error, tenant)
-        except Exception as exc:  # unknown failures are treated as retryable, never as success
-            return await self._fail(delivery, payment, RetryableError(f"{type(exc).__name__}: {exc}"), tenant)
-        self._metrics.outcomes.labels(delivery.queue, tenant, outcome.value).inc()
-        if outcome is Outcome.PROCESSED:
-            self._observe_latency(delivery, tenant)
-        return outcome.value
+            committed = await self._committer.commit_many([_payment(reads[i]) for i in fresh])
+            results.update(zip(fresh, committed, strict=True))
+        except RemitError as error:  # the committer is down: each payment is retried
+            results.update((i, error) for i in fresh)
+        for i, read in enumerate(reads):
+            if i not in results:
+                results[i] = read if isinstance(read, RemitError) else await self._expired_or_duplicate(read)
+        self._count(deliveries, results)
+        return [await self._settle(d, reads[i], results[i]) for i, d in enumerate(deliveries)]
 
-    async def _fail(self, delivery: Delivery, payment: PaymentMessage | None, error: RemitError, tenant: str) -> str:
+    def _read(self, delivery: Delivery) -> Read:
+        try:
+            return read_payment(delivery, self._max_bytes, self._trusted)
+        except RemitError as error:
+            return error
+        except Exception as exc:  # unknown failures are treated as retryable, never as success
+            return RetryableError(f"{type(exc).__name__}: {exc}")
+
+    async def _expired_or_duplicate(self, payment: PaymentMessage) -> Result:
+        # Paid before its TTL ran out and redelivered since (a crash before the ack): a duplicate.
+        try:
+            return Outcome.DUPLICATE if await self._committer.was_processed(payment) else expired(payment)
+        except Exception as exc:
+            return RetryableError(f"{type(exc).__name__}: {exc}")
+
+    async def _settle(self, delivery: Delivery, read: Read, result: Result) -> bool:
+        if isinstance(result, Outcome):
+            return True
+        payment = read if isinstance(read, PaymentMessage) else None
+        try:
+            await self._fail(delivery, payment, result)
+        except Exception:
+            log.exception("could not record the failure of %s; it goes back to the queue", delivery.message_id)
+            return False
+        return True
+
+    def _count(self, deliveries: Sequence[Delivery], results: dict[int, Result]) -> None:
+        # One increment per (queue, tenant, outcome) and batch: per-message label lookups cost real CPU.
+        consumed: Counter[tuple[str, str]] = Counter()
+        outcomes: Counter[tuple[str, str, str]] = Counter()
+        committed_at = self._clock().timestamp()
+        for i, delivery in enumerate(deliveries):
+            tenant = self._metrics.tenant(_header_tenant(delivery))
+            consumed[delivery.queue, tenant] += 1
+            result = results[i]
+            if isinstance(result, Outcome):
+                outcomes[delivery.queue, tenant, result.value] += 1
+                if result is Outcome.PROCESSED:
+                    self._observe_latency(delivery, tenant, committed_at)
+        for labels, n in consumed.items():
+            self._metrics.consumed.labels(*labels).inc(n)
+        for labels3, n in outcomes.items():
+            self._metrics.outcomes.labels(*labels3).inc(n)
+
+    async def _fail(self, delivery: Delivery, payment: PaymentMessage | None, error: RemitError) -> None:
         result = await self._failures.handle(delivery, payment, error, self._clock())
-        self._count_failure(delivery, result, error, tenant)
+        self._count_failure(delivery, result, error)
         log.warning(
             "payment %s: %s (%s: %s)",
             payment.message_id if payment else delivery.message_id,
@@ -72,20 +115,25 @@ class PaymentProcessor:
                 "attempt": payment.retry_count + 1 if payment else 1,
             },
         )
-        return result.outcome
 
-    def _count_failure(self, delivery: Delivery, result: FailureOutcome, error: RemitError, tenant: str) -> None:
+    def _count_failure(self, delivery: Delivery, result: FailureOutcome, error: RemitError) -> None:
+        tenant = self._metrics.tenant(_header_tenant(delivery))
         self._metrics.outcomes.labels(delivery.queue, tenant, result.outcome).inc()
         if result.reason is not None:
             self._metrics.dead_lettered.labels(delivery.queue, tenant, result.reason).inc()
         if isinstance(error, TenantMismatch):
             self._metrics.quarantined.labels(tenant).inc()
 
-    def _observe_latency(self, delivery: Delivery, tenant: str) -> None:
+    def _observe_latency(self, delivery: Delivery, tenant: str, committed_at: float) -> None:
         published = delivery.headers.get(headers.PUBLISHED_AT)
         if isinstance(published, int | float) and not isinstance(published, bool):
-            elapsed = self._clock().timestamp() - published / 1000
+            elapsed = committed_at - published / 1000
             self._metrics.latency.labels(tenant).observe(max(elapsed, 0.0))
+
+
+def _payment(read: Read) -> PaymentMessage:
+    assert isinstance(read, PaymentMessage)
+    return read
 
 
 def _header_tenant(delivery: Delivery) -> str | None:

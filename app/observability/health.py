@@ -20,7 +20,8 @@ CHECK_TIMEOUT = 3.0
 
 @dataclass
 class Readiness:
-    """What /readyz checks; the engine and the committer task are set by the lifespan once they exist."""
+    """What /readyz checks; the engine and `consuming` (committer and some pool running) are set by the
+    lifespan once they exist."""
 
     broker: RabbitBroker
     database_url: str
@@ -42,7 +43,7 @@ class Readiness:
 
     async def _consumers(self) -> bool:
         # Pools an admin stopped are not a failure; no consumer at all is.
-        return self.consuming() and any(s.running for s in self.broker.subscribers)
+        return self.consuming()
 
     async def _database(self) -> bool:
         if self.engine is None:

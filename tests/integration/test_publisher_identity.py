@@ -53,9 +53,7 @@ def provision(vhost: str) -> Iterator[Any]:
 
     def make(amqp_url: str, tenant: str) -> Publisher:
         password = new_password()
-        management().provision_publisher(
-            vhost, broker_user(tenant), password, "payments", write_pattern(tenant)
-        )
+        management().provision_publisher(vhost, broker_user(tenant), password, "payments", write_pattern(tenant))
         users.append(broker_user(tenant))
         return Publisher(amqp_url, tenant, password)
 

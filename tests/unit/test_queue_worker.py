@@ -1,0 +1,174 @@
+"""The queue worker's settlement rules, against an in-memory channel: a batch is acked with one
+`ack(multiple)` only when every delivery in it is settled; an unsettled delivery is returned to the queue
+and never covered by a multiple ack; a processing bug acks nothing; stop settles what has arrived.
+(What the broker does with those frames is tested on RabbitMQ: tests/integration and tests/chaos.)"""
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import pytest
+
+from app.consumer import worker as worker_module
+from app.consumer.delivery import Delivery
+from app.consumer.worker import QueueWorker
+
+Callback = Callable[[Any], Awaitable[None]]
+
+
+class FakeMessage:
+    def __init__(self, tag: int, settlements: list[tuple[str, int, bool]]) -> None:
+        self.delivery_tag = tag
+        self.body = f"body-{tag}".encode()
+        self.headers: dict[str, Any] = {"tenantUUID": "t1"}
+        self.content_type = "application/json"
+        self.message_id = f"m-{tag}"
+        self.user_id = "guest"
+        self.redelivered = False
+        self.routing_key = "t1.payment"
+        self._settlements = settlements
+
+    async def ack(self, multiple: bool = False) -> None:
+        self._settlements.append(("ack", self.delivery_tag, multiple))
+
+    async def nack(self, multiple: bool = False, requeue: bool = True) -> None:
+        self._settlements.append(("nack", self.delivery_tag, requeue))
+
+
+class FakeQueue:
+    def __init__(self) -> None:
+        self.callback: Callback | None = None
+        self.cancelled = False
+
+    async def consume(self, callback: Callback) -> str:
+        self.callback = callback
+        return "ctag-1"
+
+    async def cancel(self, tag: str) -> None:
+        self.cancelled = True
+
+
+class FakeChannel:
+    def __init__(self) -> None:
+        self.queue = FakeQueue()
+        self.prefetch = 0
+        self.is_closed = False
+
+    async def set_qos(self, prefetch_count: int) -> None:
+        self.prefetch = prefetch_count
+
+    async def declare_queue(self, name: str, durable: bool, arguments: dict[str, Any]) -> FakeQueue:
+        return self.queue
+
+    async def close(self) -> None:
+        self.is_closed = True
+
+
+class FakeConnection:
+    def __init__(self) -> None:
+        self.channels: list[FakeChannel] = []
+
+    async def channel(self) -> FakeChannel:
+        self.channels.append(FakeChannel())
+        return self.channels[-1]
+
+
+class Recorder:
+    """A processor that records each batch and answers with a scripted verdict per delivery."""
+
+    def __init__(self, verdict: Callable[[Delivery], bool] = lambda d: True, fail: bool = False) -> None:
+        self.batches: list[list[str | None]] = []
+        self._verdict = verdict
+        self._fail = fail
+        self.release = asyncio.Event()
+        self.release.set()
+
+    async def __call__(self, deliveries: Sequence[Delivery]) -> list[bool]:
+        await self.release.wait()
+        self.batches.append([d.message_id for d in deliveries])
+        if self._fail:
+            raise RuntimeError("a bug in the processor")
+        return [self._verdict(d) for d in deliveries]
+
+
+@pytest.fixture(autouse=True)
+def no_pause(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(worker_module, "REQUEUE_PAUSE_SECONDS", 0.0)
+
+
+async def _started(process: Recorder, max_batch: int = 100) -> tuple[QueueWorker, FakeChannel]:
+    connection = FakeConnection()
+    worker = QueueWorker(connection, "payments.work.free", {}, 64, max_batch, process)  # type: ignore[arg-type]
+    await worker.start()
+    return worker, connection.channels[0]
+
+
+async def _deliver(channel: FakeChannel, tags: range, settlements: list[tuple[str, int, bool]]) -> None:
+    assert channel.queue.callback is not None
+    for tag in tags:
+        await channel.queue.callback(FakeMessage(tag, settlements))
+
+
+async def _idle() -> None:
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+async def test_a_settled_batch_is_acked_once_with_multiple() -> None:
+    process = Recorder()
+    process.release.clear()  # hold the first batch so the rest arrive together
+    settlements: list[tuple[str, int, bool]] = []
+    worker, channel = await _started(process)
+    assert channel.prefetch == 64
+    await _deliver(channel, range(1, 2), settlements)
+    await _idle()
+    await _deliver(channel, range(2, 6), settlements)
+    process.release.set()
+    await _idle()
+    assert process.batches == [["m-1"], ["m-2", "m-3", "m-4", "m-5"]]
+    assert settlements == [("ack", 1, True), ("ack", 5, True)]
+    await worker.stop()
+
+
+async def test_an_unsettled_delivery_goes_back_and_no_multiple_ack_covers_it() -> None:
+    process = Recorder(verdict=lambda d: d.message_id != "m-3")
+    process.release.clear()
+    settlements: list[tuple[str, int, bool]] = []
+    worker, channel = await _started(process)
+    await _deliver(channel, range(1, 6), settlements)
+    process.release.set()
+    await _idle()
+    assert process.batches == [["m-1", "m-2", "m-3", "m-4", "m-5"]]
+    assert ("nack", 3, True) in settlements
+    assert all(not (kind == "ack" and multiple) for kind, _, multiple in settlements)
+    assert sorted(tag for kind, tag, _ in settlements if kind == "ack") == [1, 2, 4, 5]
+    await worker.stop()
+
+
+async def test_a_processing_bug_acks_nothing() -> None:
+    process = Recorder(fail=True)
+    settlements: list[tuple[str, int, bool]] = []
+    worker, channel = await _started(process)
+    await _deliver(channel, range(1, 4), settlements)
+    await _idle()
+    assert settlements
+    assert all(kind == "nack" for kind, _, _ in settlements)
+    assert worker.running, "a bug in one batch must not stop the worker"
+    await worker.stop()
+
+
+async def test_batches_are_capped_and_stop_settles_what_arrived() -> None:
+    process = Recorder()
+    process.release.clear()
+    settlements: list[tuple[str, int, bool]] = []
+    worker, channel = await _started(process, max_batch=2)
+    await _deliver(channel, range(1, 6), settlements)
+    stopping = asyncio.create_task(worker.stop())
+    await _idle()
+    assert channel.queue.cancelled, "stop takes no more deliveries first"
+    process.release.set()
+    await stopping
+    assert process.batches == [["m-1", "m-2"], ["m-3", "m-4"], ["m-5"]]
+    assert [tag for _, tag, _ in settlements] == [2, 4, 5]
+    assert channel.is_closed
+    assert not worker.running
