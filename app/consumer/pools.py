@@ -9,13 +9,13 @@ import asyncio
 import logging
 import os
 import socket
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from aio_pika.abc import AbstractConnection
 from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert
 
-from app.consumer.worker import ProcessBatch, QueueWorker
+from app.consumer.worker import ProcessBatch, QueueWorkers
 from app.messaging.queues import ready_count
 from app.messaging.topology import TIERS, Topology
 from app.storage.tables import tenants, worker_heartbeats, worker_pools
@@ -30,17 +30,17 @@ class Pool:
     name: str
     tier: str
     queue: str
-    workers: list[QueueWorker] = field(default_factory=list)
+    workers: QueueWorkers
 
     @property
     def running(self) -> int:
-        return sum(1 for w in self.workers if w.running)
+        return self.workers.running
 
     async def start(self) -> None:
-        await asyncio.gather(*(w.start() for w in self.workers if not w.running))
+        await self.workers.start()
 
     async def stop(self) -> None:
-        await asyncio.gather(*(w.stop() for w in self.workers))
+        await self.workers.stop()
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,12 +68,15 @@ class PoolManager:
         # never declare it back into existence, so they only look it up.
         arguments = self._topology.work_queue_arguments() if declare else None
         size = max(1, self._settings.workers.get(tier, 1))
-        workers = [
-            QueueWorker(
-                self._connection, queue, arguments, self._settings.prefetch, self._settings.max_batch, self._process
-            )
-            for _ in range(size)
-        ]
+        workers = QueueWorkers(
+            self._connection,
+            queue,
+            arguments,
+            size,
+            self._settings.prefetch,
+            self._settings.max_batch,
+            self._process,
+        )
         return Pool(name, tier, queue, workers)
 
     async def sync(self, uow_factory: UnitOfWorkFactory) -> None:
@@ -113,7 +116,7 @@ class PoolManager:
                 "pool": p.name,
                 "tier": p.tier,
                 "queue": p.queue,
-                "workers": len(p.workers),
+                "workers": p.workers.size,
                 "running": p.running,
             }
             for p in self.pools.values()

@@ -1,11 +1,12 @@
-"""A queue worker: one AMQP consumer on its own channel that settles its deliveries in batches.
+"""A pool's workers on one queue: one AMQP consumer (one channel) feeding N batch loops.
 
 FastStream's subscriber spends a task, a dependency-resolution pass and an ack frame on every message,
-which measured at a fifth of the broker's consume ceiling here (docs/benchmarks.md). A worker takes
-whatever the broker has delivered since its last batch (natural batching: one message at low load, a
-full batch under pressure), hands it to the processor (one group commit), and acks it with a single
-`basic.ack(multiple)` only once every message in it is settled. Deliveries are settled in order on the
-worker's channel, so "every tag up to this one" never covers an unsettled message.
+which measured at a fifth of the broker's consume ceiling here (docs/benchmarks.md); N consumers with
+their own channels cost a third more than one channel with the same window. So a pool has one consumer
+with a window of `prefetch x workers`, and each worker loop takes whatever has arrived since its last
+batch (natural batching: one message at low load, a full batch under pressure), hands it to the processor
+(one group commit), and reports it settled. Acks go out as one `basic.ack(multiple)` for the longest run
+of settled deliveries at the head of the channel (see Settlements), never covering an unsettled one.
 """
 
 import asyncio
@@ -26,32 +27,87 @@ ProcessBatch = Callable[[Sequence[Delivery]], Awaitable[list[bool]]]
 REQUEUE_PAUSE_SECONDS = 1.0
 
 
-class QueueWorker:
+class Settlements:
+    """Which deliveries of a channel are settled; acks the settled head of the channel at once.
+
+    RabbitMQ numbers a channel's deliveries 1, 2, 3...; `ack(multiple)` on tag T settles every unacked
+    tag up to T. Workers finish batches out of order, so only the run of settled tags at the head may be
+    acked together. A delivery that must go back is nacked on its own at once, and counts as settled.
+    After a reconnection the channel is new and numbers from 1 again: what the old one held is gone
+    (the broker requeued it), so tracking starts over.
+    """
+
+    def __init__(self) -> None:
+        self._channel: object = None
+        self._unsettled: dict[int, AbstractIncomingMessage] = {}  # in delivery order
+        self._settled: dict[int, bool] = {}  # tag -> acked (False: nacked)
+        # Frames must leave in tag order: an ack(multiple) for a lower tag after a higher one would name
+        # a tag the broker no longer knows, and it closes the channel for that.
+        self._lock = asyncio.Lock()
+
+    def delivered(self, message: AbstractIncomingMessage) -> None:
+        if message.channel is not self._channel:
+            self._channel = message.channel
+            self._unsettled.clear()
+            self._settled.clear()
+        if message.delivery_tag is not None:
+            self._unsettled[message.delivery_tag] = message
+
+    async def settle(self, batch: Sequence[AbstractIncomingMessage], settled: Sequence[bool]) -> None:
+        async with self._lock:
+            await self._settle(batch, settled)
+
+    async def _settle(self, batch: Sequence[AbstractIncomingMessage], settled: Sequence[bool]) -> None:
+        for message, ok in zip(batch, settled, strict=True):
+            if message.channel is not self._channel or message.delivery_tag not in self._unsettled:
+                continue  # from a channel that is gone: the broker has it back already
+            if not ok:
+                await message.nack(requeue=True)
+            self._settled[message.delivery_tag] = ok
+        head: AbstractIncomingMessage | None = None
+        for tag in list(self._unsettled):
+            if tag not in self._settled:
+                break
+            message = self._unsettled.pop(tag)
+            if self._settled.pop(tag):
+                head = message
+        if head is not None:
+            await head.ack(multiple=True)
+
+
+class QueueWorkers:
     def __init__(
         self,
         connection: AbstractConnection,
         queue: str,
         queue_arguments: Mapping[str, Any] | None,
+        workers: int,
         prefetch: int,
         max_batch: int,
         process: ProcessBatch,
     ) -> None:
         self.queue_name = queue
+        self.size = max(1, workers)
         self._connection = connection
         self._arguments = dict(queue_arguments) if queue_arguments is not None else None
-        self._prefetch = prefetch
+        self._prefetch = prefetch * self.size
         self._max_batch = max(1, max_batch)
         self._process = process
         self._buffer: list[AbstractIncomingMessage] = []
         self._arrived = asyncio.Event()
+        self._settlements = Settlements()
         self._stopping = False
-        self._task: asyncio.Task[None] | None = None
+        self._slots = asyncio.Semaphore(self.size)  # a worker = one batch in flight
+        self._dispatcher: asyncio.Task[None] | None = None
+        self._batches: set[asyncio.Task[None]] = set()
+        self._in_flight = 0
         self._channel: AbstractChannel | None = None
         self._consumer: tuple[AbstractQueue, str] | None = None
 
     @property
-    def running(self) -> bool:
-        return self._task is not None and not self._task.done()
+    def running(self) -> int:
+        """Workers able to take a batch: all of them while the pool runs, none when it is stopped."""
+        return self.size if self._dispatcher is not None and not self._dispatcher.done() else 0
 
     async def start(self) -> None:
         if self.running:
@@ -60,7 +116,7 @@ class QueueWorker:
         self._channel = await self._connection.channel()
         await self._channel.set_qos(prefetch_count=self._prefetch)
         queue = await self._queue(self._channel)
-        self._task = asyncio.create_task(self._run(), name=f"worker:{self.queue_name}")
+        self._dispatcher = asyncio.create_task(self._dispatch(), name=f"workers:{self.queue_name}")
         self._consumer = (queue, await queue.consume(self._on_message))
 
     async def _queue(self, channel: AbstractChannel) -> AbstractQueue:
@@ -80,40 +136,54 @@ class QueueWorker:
                 log.debug("cancelling the consumer on %s failed", self.queue_name, exc_info=True)
         self._stopping = True
         self._arrived.set()
-        if self._task is not None:
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+        if self._dispatcher is not None:
+            await asyncio.gather(self._dispatcher, return_exceptions=True)
+            self._dispatcher = None
+        await asyncio.gather(*self._batches, return_exceptions=True)
         if self._channel is not None and not self._channel.is_closed:
             await self._channel.close()
         self._channel = None
 
     async def _on_message(self, message: AbstractIncomingMessage) -> None:
+        self._settlements.delivered(message)
         self._buffer.append(message)
         self._arrived.set()
 
-    async def _run(self) -> None:
+    async def _dispatch(self) -> None:
+        # One dispatcher, not N waiting loops: a delivery wakes one task. An idle pool takes what has
+        # arrived at once (latency); another worker joins only for a full batch (throughput: small
+        # batches in parallel cost more CPU than they save in waiting, measured in docs/benchmarks.md).
         while self._buffer or not self._stopping:
-            if not self._buffer:
+            if not self._buffer or (self._in_flight and len(self._buffer) < self._max_batch and not self._stopping):
                 self._arrived.clear()
                 await self._arrived.wait()
                 continue
+            await self._slots.acquire()
             batch = self._buffer[: self._max_batch]
             del self._buffer[: self._max_batch]
-            await self._settle(batch)
+            self._in_flight += 1
+            task = asyncio.create_task(self._settle(batch))
+            self._batches.add(task)
+            task.add_done_callback(self._batches.discard)
 
     async def _settle(self, batch: list[AbstractIncomingMessage]) -> None:
+        try:
+            await self._settle_batch(batch)
+        finally:
+            self._in_flight -= 1
+            self._slots.release()
+            self._arrived.set()  # a worker is free: the dispatcher may take a smaller batch now
+
+    async def _settle_batch(self, batch: list[AbstractIncomingMessage]) -> None:
         try:
             settled = await self._process([_delivery(m, self.queue_name) for m in batch])
         except Exception:  # a bug, not a bad message: nothing in the batch may be acked
             log.exception("processing a batch of %d from %s failed", len(batch), self.queue_name)
             settled = [False] * len(batch)
         try:
-            if all(settled):
-                await batch[-1].ack(multiple=True)
-                return
-            await asyncio.sleep(REQUEUE_PAUSE_SECONDS)
-            for message, ok in zip(batch, settled, strict=True):
-                await (message.ack() if ok else message.nack(requeue=True))
+            if not all(settled):
+                await asyncio.sleep(REQUEUE_PAUSE_SECONDS)
+            await self._settlements.settle(batch, settled)
         except Exception:  # the channel closed under us: the broker redelivers, the ledger dedups
             log.warning("could not settle %d deliveries from %s", len(batch), self.queue_name, exc_info=True)
 

@@ -1,6 +1,7 @@
-"""The queue worker's settlement rules, against an in-memory channel: a batch is acked with one
-`ack(multiple)` only when every delivery in it is settled; an unsettled delivery is returned to the queue
-and never covered by a multiple ack; a processing bug acks nothing; stop settles what has arrived.
+"""The queue workers' settlement rules, against an in-memory channel: the settled head of the channel is
+acked with one `ack(multiple)`; an unsettled delivery is returned to the queue and never covered by a
+multiple ack; batches that finish out of order are acked only up to the first unfinished one; a
+processing bug acks nothing; stop settles what has arrived; a new channel (reconnection) starts over.
 (What the broker does with those frames is tested on RabbitMQ: tests/integration and tests/chaos.)"""
 
 import asyncio
@@ -11,13 +12,14 @@ import pytest
 
 from app.consumer import worker as worker_module
 from app.consumer.delivery import Delivery
-from app.consumer.worker import QueueWorker
+from app.consumer.worker import QueueWorkers, Settlements
 
 Callback = Callable[[Any], Awaitable[None]]
 
 
 class FakeMessage:
-    def __init__(self, tag: int, settlements: list[tuple[str, int, bool]]) -> None:
+    def __init__(self, tag: int, settlements: list[tuple[str, int, bool]], channel: object = None) -> None:
+        self.channel = channel
         self.delivery_tag = tag
         self.body = f"body-{tag}".encode()
         self.headers: dict[str, Any] = {"tenantUUID": "t1"}
@@ -96,9 +98,9 @@ def no_pause(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(worker_module, "REQUEUE_PAUSE_SECONDS", 0.0)
 
 
-async def _started(process: Recorder, max_batch: int = 100) -> tuple[QueueWorker, FakeChannel]:
+async def _started(process: Recorder, max_batch: int = 100, workers: int = 1) -> tuple[QueueWorkers, FakeChannel]:
     connection = FakeConnection()
-    worker = QueueWorker(connection, "payments.work.free", {}, 64, max_batch, process)  # type: ignore[arg-type]
+    worker = QueueWorkers(connection, "payments.work.free", {}, workers, 64, max_batch, process)  # type: ignore[arg-type]
     await worker.start()
     return worker, connection.channels[0]
 
@@ -120,6 +122,7 @@ async def test_a_settled_batch_is_acked_once_with_multiple() -> None:
     settlements: list[tuple[str, int, bool]] = []
     worker, channel = await _started(process)
     assert channel.prefetch == 64
+    assert worker.running == 1
     await _deliver(channel, range(1, 2), settlements)
     await _idle()
     await _deliver(channel, range(2, 6), settlements)
@@ -130,7 +133,7 @@ async def test_a_settled_batch_is_acked_once_with_multiple() -> None:
     await worker.stop()
 
 
-async def test_an_unsettled_delivery_goes_back_and_no_multiple_ack_covers_it() -> None:
+async def test_an_unsettled_delivery_goes_back_before_a_multiple_ack_passes_it() -> None:
     process = Recorder(verdict=lambda d: d.message_id != "m-3")
     process.release.clear()
     settlements: list[tuple[str, int, bool]] = []
@@ -139,9 +142,8 @@ async def test_an_unsettled_delivery_goes_back_and_no_multiple_ack_covers_it() -
     process.release.set()
     await _idle()
     assert process.batches == [["m-1", "m-2", "m-3", "m-4", "m-5"]]
-    assert ("nack", 3, True) in settlements
-    assert all(not (kind == "ack" and multiple) for kind, _, multiple in settlements)
-    assert sorted(tag for kind, tag, _ in settlements if kind == "ack") == [1, 2, 4, 5]
+    # The nack leaves first, so tag 3 is no longer unacked when ack(5, multiple) reaches the broker.
+    assert settlements == [("nack", 3, True), ("ack", 5, True)]
     await worker.stop()
 
 
@@ -172,3 +174,42 @@ async def test_batches_are_capped_and_stop_settles_what_arrived() -> None:
     assert [tag for _, tag, _ in settlements] == [2, 4, 5]
     assert channel.is_closed
     assert not worker.running
+
+
+async def test_the_window_is_prefetch_times_workers() -> None:
+    worker, channel = await _started(Recorder(), workers=3)
+    assert channel.prefetch == 3 * 64
+    assert worker.running == 3
+    await worker.stop()
+    assert worker.running == 0
+
+
+def _messages(tags: range, settlements: list[tuple[str, int, bool]], channel: object) -> list[Any]:
+    return [FakeMessage(tag, settlements, channel) for tag in tags]
+
+
+async def test_out_of_order_batches_ack_only_the_settled_head() -> None:
+    settlements: list[tuple[str, int, bool]] = []
+    tracker = Settlements()
+    first, second = _messages(range(1, 4), settlements, "ch"), _messages(range(4, 7), settlements, "ch")
+    for message in first + second:
+        tracker.delivered(message)
+    await tracker.settle(second, [True, True, True])
+    assert settlements == [], "tags 1-3 are still open: acking 6 with multiple would cover them"
+    await tracker.settle(first, [True, False, True])
+    assert settlements == [("nack", 2, True), ("ack", 6, True)]
+
+
+async def test_a_new_channel_starts_over() -> None:
+    settlements: list[tuple[str, int, bool]] = []
+    tracker = Settlements()
+    old = _messages(range(1, 3), settlements, "old")
+    for message in old:
+        tracker.delivered(message)
+    new = _messages(range(1, 3), settlements, "new")  # after a reconnection tags restart at 1
+    for message in new:
+        tracker.delivered(message)
+    await tracker.settle(old, [True, True])
+    assert settlements == [], "the old channel is gone; its tags mean nothing on the new one"
+    await tracker.settle(new, [True, True])
+    assert settlements == [("ack", 2, True)]
