@@ -51,7 +51,9 @@ class Settings(BaseSettings):
         description="How long after failing a dead letter may still be replayed; part of the retention floor.",
     )
 
-    prefetch: PositiveInt = Field(default=64, description="Unacked deliveries per worker (AMQP consumer).")
+    prefetch: PositiveInt = Field(
+        default=100, description="Unacked deliveries per worker; a pool's one AMQP consumer gets prefetch x workers."
+    )
     tier_workers: dict[str, int] = Field(
         default={"free": 1, "basic": 3, "premium": 5, "enterprise": 10},
         description="Workers (AMQP consumers) per tier pool; a dedicated queue gets the enterprise size.",

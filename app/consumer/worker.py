@@ -3,10 +3,11 @@
 FastStream's subscriber spends a task, a dependency-resolution pass and an ack frame on every message,
 which measured at a fifth of the broker's consume ceiling here (docs/benchmarks.md); N consumers with
 their own channels cost a third more than one channel with the same window. So a pool has one consumer
-with a window of `prefetch x workers`, and each worker loop takes whatever has arrived since its last
-batch (natural batching: one message at low load, a full batch under pressure), hands it to the processor
-(one group commit), and reports it settled. Acks go out as one `basic.ack(multiple)` for the longest run
-of settled deliveries at the head of the channel (see Settlements), never covering an unsettled one.
+with a window of `prefetch x workers`, and a worker is one batch in flight: a dispatcher hands whatever
+has arrived to a free worker (natural batching: one message at low load, a full batch under pressure);
+the worker gives it to the processor (one group commit) and reports it settled. Acks go out as one
+`basic.ack(multiple)` for the longest run of settled deliveries at the head of the channel (see
+Settlements), never covering an unsettled one.
 """
 
 import asyncio
@@ -15,6 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from aio_pika.abc import AbstractChannel, AbstractConnection, AbstractIncomingMessage, AbstractQueue
+from aio_pika.exceptions import ChannelInvalidStateError
 
 from app.consumer.delivery import Delivery
 
@@ -46,8 +48,12 @@ class Settlements:
         self._lock = asyncio.Lock()
 
     def delivered(self, message: AbstractIncomingMessage) -> None:
-        if message.channel is not self._channel:
-            self._channel = message.channel
+        try:
+            channel = message.channel  # aio-pika raises once that channel has closed
+        except ChannelInvalidStateError:
+            return  # already gone with its channel: the broker redelivers it
+        if channel is not self._channel:
+            self._channel = channel
             self._unsettled.clear()
             self._settled.clear()
         if message.delivery_tag is not None:
@@ -59,11 +65,13 @@ class Settlements:
 
     async def _settle(self, batch: Sequence[AbstractIncomingMessage], settled: Sequence[bool]) -> None:
         for message, ok in zip(batch, settled, strict=True):
-            if message.channel is not self._channel or message.delivery_tag not in self._unsettled:
+            tag = message.delivery_tag
+            # The same object, not just the same tag: a new channel numbers its deliveries from 1 again.
+            if tag is None or self._unsettled.get(tag) is not message:
                 continue  # from a channel that is gone: the broker has it back already
             if not ok:
-                await message.nack(requeue=True)
-            self._settled[message.delivery_tag] = ok
+                await message.nack(requeue=True)  # if this raises, the delivery stays unsettled
+            self._settled[tag] = ok
         head: AbstractIncomingMessage | None = None
         for tag in list(self._unsettled):
             if tag not in self._settled:
