@@ -16,6 +16,7 @@ Tune remit with REMIT_PREFETCH / REMIT_COMMIT_BATCH_MAX (or --prefetch / --commi
 
 import argparse
 import asyncio
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -24,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import _report as r
 import aio_pika
@@ -68,6 +70,58 @@ async def drain_raw(env: r.BenchEnv, queue: str, n: int, prefetch: int = 1000, a
         return (n - 1) / elapsed
     finally:
         await connection.close()
+
+
+def _raw_child(amqp_url: str, queue: str, slot: int, counts: Any, firsts: Any, stop: Any) -> None:
+    """One raw consumer process: counts its deliveries in its own slot (no lock), acks every 200."""
+
+    async def run() -> None:
+        connection = await aio_pika.connect(amqp_url)
+        channel = await connection.channel()
+        await channel.set_qos(prefetch_count=1000)
+        q = await channel.get_queue(queue, ensure=False)
+        unacked: list[AbstractIncomingMessage] = []
+
+        async def on_message(message: AbstractIncomingMessage) -> None:
+            if counts[slot] == 0:
+                firsts[slot] = time.time()
+            counts[slot] += 1
+            unacked[:] = [message]
+            if counts[slot] % 200 == 0:
+                unacked.clear()
+                await message.ack(multiple=True)
+
+        tag = await q.consume(on_message)
+        await asyncio.to_thread(stop.wait)
+        await q.cancel(tag)
+        if unacked:
+            await unacked[0].ack(multiple=True)
+        await connection.close()
+
+    asyncio.run(run())
+
+
+async def drain_raw_parallel(env: r.BenchEnv, queue: str, n: int, processes: int) -> float:
+    """The raw ceiling with as many consumer processes as remit gets: the n-th delivery ends the clock."""
+    ctx = multiprocessing.get_context("spawn")
+    counts, firsts, stop = ctx.Array("q", processes, lock=False), ctx.Array("d", processes, lock=False), ctx.Event()
+    children = [
+        ctx.Process(target=_raw_child, args=(env.amqp_url, queue, i, counts, firsts, stop)) for i in range(processes)
+    ]
+    for child in children:
+        child.start()
+    try:
+        while sum(counts) < n:
+            if not any(child.is_alive() for child in children):
+                raise RuntimeError("the raw consumers exited early")
+            await asyncio.sleep(0.002)
+        end = time.time()
+    finally:
+        stop.set()
+        for child in children:
+            child.join(timeout=30)
+    first: float = min(f for f in firsts if f > 0)
+    return (n - 1) / (end - first)
 
 
 async def drain_process(
@@ -143,6 +197,10 @@ NAIVE = [sys.executable, "-m", "faststream", "run", "naive_consumer:app", "--app
 REMIT = [sys.executable, "-m", "faststream", "run", "app.main:app"]
 
 
+def remit_command(processes: int) -> list[str]:
+    return [*REMIT, "--workers", str(processes)] if processes > 1 else REMIT
+
+
 async def bench(args: argparse.Namespace) -> Results:
     results = Results()
     remit_env = {"REMIT_PREFETCH": str(args.prefetch), "REMIT_COMMIT_BATCH_MAX": str(args.commit_batch_max)}
@@ -159,13 +217,15 @@ async def bench(args: argparse.Namespace) -> Results:
                     await r.purge(env, r.work_queue(topology))
                     await r.confirmed_publish(env.amqp_url, payments, on_progress=partial(bar.advance, task))
                     bar.update(task, description=f"round {round_no} {subject}: drain")
-                    if subject == "raw":
+                    if subject == "raw" and args.processes > 1:
+                        rate = await drain_raw_parallel(env, r.work_queue(topology), len(payments), args.processes)
+                    elif subject == "raw":
                         rate = await drain_raw(env, r.work_queue(topology), len(payments))
                     elif subject == "naive":
                         rate, _ = await drain_process(env, NAIVE, len(payments), "naive", naive_env)
                     else:
                         rate, _ = await drain_process(
-                            env, REMIT, len(payments), "remit", remit_env, profile=args.profile
+                            env, remit_command(args.processes), len(payments), "remit", remit_env, profile=args.profile
                         )
                     getattr(results, subject).append(rate)
                     bar.update(task, description=f"round {round_no} {subject}: {rate:,.0f} msg/s")
@@ -184,16 +244,17 @@ def report(args: argparse.Namespace, res: Results, machine: str) -> str:
     return f"""{machine}
 
 `.venv/bin/python bench/consumer_bench.py --messages {args.messages} --runs {args.runs} --prefetch {args.prefetch} \
---commit-batch-max {args.commit_batch_max}`: {args.messages:,} messages pre-filled per round into remit's quorum
+--commit-batch-max {args.commit_batch_max} --processes {args.processes}`: {args.messages:,} messages pre-filled per round into remit's quorum
 work queue (`payments.work.enterprise`, {body_size}-byte payment JSON, remit AMQP properties, persistent), drained by
 each subject in turn; rounds interleaved; drain timed from the first processed message to the last.
 
 | subject | what | runs (msg/s) | median msg/s |
 |---|---|---|---|
-| raw | aio-pika consume + ack, no work, prefetch 1000, ack multiple every 200 | {r.fmt_runs(res.raw)} | {raw:,.0f} |
+| raw | aio-pika consume + ack, no work, prefetch 1000, ack multiple every 200, {args.processes} process(es) \
+| {r.fmt_runs(res.raw)} | {raw:,.0f} |
 | naive | FastStream, one PostgreSQL transaction per message, prefetch {args.naive_prefetch} \
 (bench/naive_consumer.py) | {r.fmt_runs(res.naive)} | {naive:,.0f} |
-| remit | `faststream run app.main:app`: the enterprise pool (10 workers = batches in flight, one consumer, \
+| remit | `faststream run app.main:app` ({args.processes} process(es)): the enterprise pool (10 workers = batches in flight, one consumer, \
 window {args.prefetch} x 10), group commit, ack(multiple) after commit, batch max {args.commit_batch_max} \
 | {r.fmt_runs(res.remit)} | {remit:,.0f} |
 
@@ -211,6 +272,7 @@ def main() -> None:
     parser.add_argument("--prefetch", type=int, default=int(os.environ.get("REMIT_PREFETCH", "100")))
     parser.add_argument("--commit-batch-max", type=int, default=int(os.environ.get("REMIT_COMMIT_BATCH_MAX", "256")))
     parser.add_argument("--naive-prefetch", type=int, default=64)
+    parser.add_argument("--processes", type=int, default=1, help="consumer processes (faststream run --workers)")
     parser.add_argument("--skip", nargs="*", default=[], choices=["raw", "naive", "remit"])
     parser.add_argument("--profile", action="store_true", help="py-spy the remit consumer (raw stacks to /tmp)")
     parser.add_argument("--keep", action="store_true", help="keep the database and vhost afterwards")

@@ -83,21 +83,23 @@ class PaymentProcessor:
 
     def _count(self, deliveries: Sequence[Delivery], results: dict[int, Result]) -> None:
         # One increment per (queue, tenant, outcome) and batch: per-message label lookups cost real CPU.
-        consumed: Counter[tuple[str, str]] = Counter()
-        outcomes: Counter[tuple[str, str, str]] = Counter()
+        consumed: Counter[tuple[str, str | None]] = Counter()
+        outcomes: Counter[tuple[str, str | None, str]] = Counter()
         committed_at = self._clock().timestamp()
+        labels: dict[str | None, str] = {}
         for i, delivery in enumerate(deliveries):
-            tenant = self._metrics.tenant(_header_tenant(delivery))
-            consumed[delivery.queue, tenant] += 1
+            header = _header_tenant(delivery)
+            consumed[delivery.queue, header] += 1
             result = results[i]
             if isinstance(result, Outcome):
-                outcomes[delivery.queue, tenant, result.value] += 1
+                outcomes[delivery.queue, header, result.value] += 1
                 if result is Outcome.PROCESSED:
+                    tenant = labels.get(header) or labels.setdefault(header, self._metrics.tenant(header))
                     self._observe_latency(delivery, tenant, committed_at)
-        for labels, n in consumed.items():
-            self._metrics.consumed.labels(*labels).inc(n)
-        for labels3, n in outcomes.items():
-            self._metrics.outcomes.labels(*labels3).inc(n)
+        for (queue, header), n in consumed.items():
+            self._metrics.consumed.labels(queue, self._metrics.tenant(header)).inc(n)
+        for (queue, header, outcome), n in outcomes.items():
+            self._metrics.outcomes.labels(queue, self._metrics.tenant(header), outcome).inc(n)
 
     async def _fail(self, delivery: Delivery, payment: PaymentMessage | None, error: RemitError) -> None:
         result = await self._failures.handle(delivery, payment, error, self._clock())
