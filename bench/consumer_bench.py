@@ -244,7 +244,8 @@ def report(args: argparse.Namespace, res: Results, machine: str) -> str:
     return f"""{machine}
 
 `.venv/bin/python bench/consumer_bench.py --messages {args.messages} --runs {args.runs} --prefetch {args.prefetch} \
---commit-batch-max {args.commit_batch_max} --processes {args.processes}`: {args.messages:,} messages pre-filled per round into remit's quorum
+--commit-batch-max {args.commit_batch_max} --processes {args.processes}`: {args.messages:,} messages \
+pre-filled per round into remit's quorum
 work queue (`payments.work.enterprise`, {body_size}-byte payment JSON, remit AMQP properties, persistent), drained by
 each subject in turn; rounds interleaved; drain timed from the first processed message to the last.
 
@@ -254,8 +255,9 @@ each subject in turn; rounds interleaved; drain timed from the first processed m
 | {r.fmt_runs(res.raw)} | {raw:,.0f} |
 | naive | FastStream, one PostgreSQL transaction per message, prefetch {args.naive_prefetch} \
 (bench/naive_consumer.py) | {r.fmt_runs(res.naive)} | {naive:,.0f} |
-| remit | `faststream run app.main:app` ({args.processes} process(es)): the enterprise pool (10 workers = batches in flight, one consumer, \
-window {args.prefetch} x 10), group commit, ack(multiple) after commit, batch max {args.commit_batch_max} \
+| remit | `faststream run app.main:app` ({args.processes} process(es)): the enterprise pool \
+(10 workers = batches in flight, one consumer, window {args.prefetch} x 10), \
+group commit, ack(multiple) after commit, batch max {args.commit_batch_max} \
 | {r.fmt_runs(res.remit)} | {remit:,.0f} |
 
 | bar | ratio of medians | per-round ratios | result |
