@@ -30,6 +30,7 @@ import asyncpg
 from rich.progress import Progress
 
 from app.messaging.topology import routing_key
+from tests.utils.services import PG_ADMIN_DSN
 
 REMIT = [sys.executable, "-m", "faststream", "run", "app.main:app"]
 
@@ -141,6 +142,12 @@ async def bench(args: argparse.Namespace) -> list[dict[str, float]]:
     results = []
     async with r.fresh_env("latency", keep=args.keep) as env:
         await r.declare(env)
+        if args.diagnose_async_commit:
+            admin = await asyncpg.connect(PG_ADMIN_DSN)
+            try:  # this bench database only, for new sessions: the consumer starts after this
+                await admin.execute(f'ALTER DATABASE "{env.database}" SET synchronous_commit = off')
+            finally:
+                await admin.close()
         with r.progress() as bar:
             for run in range(1, args.runs + 1):
                 res = await one_run(env, args, run, bar)
@@ -201,6 +208,11 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=1.0, help="seconds of sends left out of the percentiles")
     parser.add_argument("--prefetch", type=int, default=int(os.environ.get("REMIT_PREFETCH", "100")))
     parser.add_argument("--commit-batch-max", type=int, default=int(os.environ.get("REMIT_COMMIT_BATCH_MAX", "256")))
+    parser.add_argument(
+        "--diagnose-async-commit",
+        action="store_true",
+        help="diagnosis only, never a setting for remit: PostgreSQL acknowledges commits before their fsync",
+    )
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--no-write", action="store_true", help="do not update docs/benchmarks.md")
     args = parser.parse_args()
