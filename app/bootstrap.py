@@ -50,6 +50,7 @@ def build_consumer(
 ) -> ConsumerServices:
     uow_factory = uow_factory_for(engine)
     topology = Topology.from_settings(settings)
+    metrics = metrics or Metrics()
     if republisher is None:
         assert publish_channel is not None, "a publish channel or a republisher is required"
         republisher = AmqpRepublisher(publish_channel, topology, login_of(settings.amqp_url))
@@ -58,6 +59,7 @@ def build_consumer(
         core_banking or LedgerCoreBanking(simulator_rules(settings)),
         settings.commit_batch_max,
         after_commit=KillAfter("after commit, before ack", settings.fault_kill_after_commits),
+        observe=metrics.observe_stage,
     )
     failures = FailureRouter(
         uow_factory,

@@ -75,7 +75,7 @@ def create_app(settings: Settings) -> AsgiFastStream:
         services = build_consumer(settings, engine, await publisher_channel(connection), metrics=metrics)
         await route_every_tenant(uow, connection, topology)
         await services.committer.start()
-        pools = PoolManager(connection, topology, workers, services.processor.process_batch)
+        pools = PoolManager(connection, topology, workers, services.processor.process_batch, metrics.observe_stage)
         await pools.sync(uow)  # before the first delivery: a pool an admin stopped stays stopped
         background = [
             asyncio.create_task(refresh_forever(engine, metrics), name="store-gauges"),

@@ -27,10 +27,12 @@ from functools import partial
 import _report as r
 import aio_pika
 import asyncpg
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
 from rich.progress import Progress
 
 from app.messaging.topology import routing_key
-from tests.utils.services import PG_ADMIN_DSN
+from tests.utils.services import PG_ADMIN_DSN, free_port
 
 REMIT = [sys.executable, "-m", "faststream", "run", "app.main:app"]
 
@@ -82,6 +84,35 @@ async def paced_publish(env: r.BenchEnv, payments: list[r.Payment], rate: float)
     return sent
 
 
+STAGES = ("buffered", "processing", "commit_wait", "commit", "settle")
+Buckets = dict[str, list[tuple[float, float]]]  # stage -> [(upper bound s, cumulative count)]
+
+
+async def stage_buckets(port: int) -> Buckets:
+    """The consumer's remit_batch_stage_seconds histogram, from its /metrics."""
+    async with httpx.AsyncClient(timeout=10) as client:
+        text = (await client.get(f"http://127.0.0.1:{port}/metrics")).text
+    buckets: Buckets = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "remit_batch_stage_seconds_bucket":
+                bound = float(sample.labels["le"])
+                buckets.setdefault(sample.labels["stage"], []).append((bound, sample.value))
+    return buckets
+
+
+def stage_p99(before: Buckets, after: Buckets) -> dict[str, float]:
+    """p99 per stage over the paced phase only (bucket counts after minus before), as the bucket bound in ms."""
+    result = {}
+    for stage in STAGES:
+        old = dict(before.get(stage, []))
+        counts = [(bound, n - old.get(bound, 0.0)) for bound, n in sorted(after.get(stage, []))]
+        total = counts[-1][1] if counts else 0.0
+        bound = next((b for b, n in counts if total and n >= 0.99 * total), float("nan"))
+        result[stage] = bound * 1000
+    return result
+
+
 async def publish_and_process(env: r.BenchEnv, conn: asyncpg.Connection, n: int) -> float:
     """The path's own maximum: publish n as fast as confirms allow while the consumer runs; n / time to the
     last ledger row. The publisher shares the 2 cores, as it does when latency is measured."""
@@ -98,8 +129,13 @@ async def one_run(env: r.BenchEnv, args: argparse.Namespace, run: int, bar: Prog
     task = bar.add_task(f"run {run}: pre-fill for the maximum", total=len(calibrate))
     await r.confirmed_publish(env.amqp_url, calibrate, on_progress=partial(bar.advance, task))
     extra = {"REMIT_PREFETCH": str(args.prefetch), "REMIT_COMMIT_BATCH_MAX": str(args.commit_batch_max)}
+    port = free_port()
     proc = subprocess.Popen(  # noqa: ASYNC220
-        REMIT, env=env.service_env(**extra), cwd=r.ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        [*REMIT, "--port", str(port)],
+        env=env.service_env(**extra),
+        cwd=r.ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     conn = await asyncpg.connect(env.dsn)
     try:
@@ -112,8 +148,10 @@ async def one_run(env: r.BenchEnv, args: argparse.Namespace, run: int, bar: Prog
         bar.update(task, description=f"run {run}: max {maximum:,.0f} msg/s; pacing at {rate:,.0f}")
         await conn.execute("TRUNCATE ledger, processed_messages")
         paced = r.make_payments(int(rate * args.seconds))
+        before = await stage_buckets(port)
         sent = await paced_publish(env, paced, rate)
         await wait_ledger(conn, len(paced))
+        stages = stage_p99(before, await stage_buckets(port))
         rows = await conn.fetch("SELECT message_id::text AS id, extract(epoch FROM booked_at) AS at FROM ledger")
     finally:
         await conn.close()
@@ -135,6 +173,7 @@ async def one_run(env: r.BenchEnv, args: argparse.Namespace, run: int, bar: Prog
         "p95": percentile(lat, 0.95),
         "p99": percentile(lat, 0.99),
         "max_ms": lat[-1],
+        **{f"stage:{name}": value for name, value in stages.items()},
     }
 
 
@@ -169,6 +208,10 @@ def report(args: argparse.Namespace, res: list[dict[str, float]], machine: str) 
         for i, x in enumerate(res, start=1)
     )
     verdict = "PASS" if med("p99") < 100 else "MISS"
+    stage_rows = "\n".join(
+        f"| {stage} | " + " | ".join(f"{x.get(f'stage:{stage}', float('nan')):g}" for x in res) + " |"
+        for stage in STAGES
+    )
     return f"""{machine}
 
 `.venv/bin/python bench/latency_bench.py --runs {args.runs} --seconds {args.seconds} --load {args.load} \
@@ -185,6 +228,13 @@ open-loop at {args.load:.0%} of the {args.maximum} maximum for {args.seconds} s;
 {rows}
 | **median** | {med("drain"):,.0f} | {med("e2e"):,.0f} | {med("rate"):,.0f} | | {med("p50"):.1f} | {med("p95"):.1f} | \
 {med("p99"):.1f} | {med("max_ms"):.1f} |
+
+Where the consumer's batches spent their time during the paced phase (`remit_batch_stage_seconds`,
+scraped from the consumer's /metrics before and after; p99 as the upper bound of its histogram bucket, ms):
+
+| stage | {" | ".join(f"run {i}" for i in range(1, len(res) + 1))} |
+|---|{"---|" * len(res)}
+{stage_rows}
 
 | bar | median p99 | result |
 |---|---|---|

@@ -10,6 +10,7 @@ durable effect.
 
 import asyncio
 import enum
+import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ class _Submission:
 
     payments: Sequence[PaymentMessage]
     done: asyncio.Future[list[Result]]
+    submitted: float  # monotonic
 
 
 _CLAIM = text(
@@ -65,7 +67,9 @@ class GroupCommitter:
         core_banking: CoreBanking,
         max_batch: int,
         after_commit: Callable[[], None] = lambda: None,
+        observe: Callable[[str, float], None] = lambda stage, seconds: None,
     ) -> None:
+        self._observe = observe
         self._after_commit = after_commit
         self._uow_factory = uow_factory
         self._core_banking = core_banking
@@ -110,7 +114,7 @@ class GroupCommitter:
         if not payments:
             return []
         done: asyncio.Future[list[Result]] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait(_Submission(payments, done))
+        self._queue.put_nowait(_Submission(payments, done, time.monotonic()))
         return await done
 
     async def _run(self) -> None:
@@ -120,7 +124,10 @@ class GroupCommitter:
             while size < self._max_batch and not self._queue.empty():
                 batch.append(self._queue.get_nowait())
                 size += len(batch[-1].payments)
+            started = time.monotonic()
+            self._observe("commit_wait", started - batch[0].submitted)
             await self._flush(batch)
+            self._observe("commit", time.monotonic() - started)
 
     async def _flush(self, batch: list[_Submission]) -> None:
         payments = [p for submission in batch for p in submission.payments]

@@ -15,7 +15,7 @@ from aio_pika.abc import AbstractConnection
 from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert
 
-from app.consumer.worker import ProcessBatch, QueueWorkers
+from app.consumer.worker import ObserveStage, ProcessBatch, QueueWorkers
 from app.messaging.queues import ready_count
 from app.messaging.topology import TIERS, Topology
 from app.storage.tables import tenants, worker_heartbeats, worker_pools
@@ -52,8 +52,14 @@ class WorkerSettings:
 
 class PoolManager:
     def __init__(
-        self, connection: AbstractConnection, topology: Topology, settings: WorkerSettings, process: ProcessBatch
+        self,
+        connection: AbstractConnection,
+        topology: Topology,
+        settings: WorkerSettings,
+        process: ProcessBatch,
+        observe: ObserveStage = lambda stage, seconds: None,
     ) -> None:
+        self._observe = observe
         self._connection = connection
         self._topology = topology
         self._settings = settings
@@ -76,6 +82,7 @@ class PoolManager:
             self._settings.prefetch,
             self._settings.max_batch,
             self._process,
+            self._observe,
         )
         return Pool(name, tier, queue, workers)
 

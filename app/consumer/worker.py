@@ -12,6 +12,7 @@ Settlements), never covering an unsettled one.
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -23,6 +24,7 @@ from app.consumer.delivery import Delivery
 log = logging.getLogger("remit.consumer")
 
 ProcessBatch = Callable[[Sequence[Delivery]], Awaitable[list[bool]]]
+ObserveStage = Callable[[str, float], None]  # stage name, seconds (Metrics.observe_stage)
 
 # When even a failure could not be recorded (database down), pause before the deliveries go back to the
 # queue so an outage is not a hot redelivery loop; the quorum delivery limit is the backstop.
@@ -93,8 +95,10 @@ class QueueWorkers:
         prefetch: int,
         max_batch: int,
         process: ProcessBatch,
+        observe: ObserveStage = lambda stage, seconds: None,
     ) -> None:
         self.queue_name = queue
+        self._observe = observe
         self.size = max(1, workers)
         self._connection = connection
         self._arguments = dict(queue_arguments) if queue_arguments is not None else None
@@ -102,6 +106,7 @@ class QueueWorkers:
         self._max_batch = max(1, max_batch)
         self._process = process
         self._buffer: list[AbstractIncomingMessage] = []
+        self._arrivals: list[float] = []  # monotonic arrival time of each buffered delivery
         self._arrived = asyncio.Event()
         self._settlements = Settlements()
         self._stopping = False
@@ -155,6 +160,7 @@ class QueueWorkers:
     async def _on_message(self, message: AbstractIncomingMessage) -> None:
         self._settlements.delivered(message)
         self._buffer.append(message)
+        self._arrivals.append(time.monotonic())
         self._arrived.set()
 
     async def _dispatch(self) -> None:
@@ -169,6 +175,8 @@ class QueueWorkers:
             await self._slots.acquire()
             batch = self._buffer[: self._max_batch]
             del self._buffer[: self._max_batch]
+            self._observe("buffered", time.monotonic() - self._arrivals[0])
+            del self._arrivals[: self._max_batch]
             self._in_flight += 1
             task = asyncio.create_task(self._settle(batch))
             self._batches.add(task)
@@ -183,15 +191,19 @@ class QueueWorkers:
             self._arrived.set()  # a worker is free: the dispatcher may take a smaller batch now
 
     async def _settle_batch(self, batch: list[AbstractIncomingMessage]) -> None:
+        started = time.monotonic()
         try:
             settled = await self._process([_delivery(m, self.queue_name) for m in batch])
         except Exception:  # a bug, not a bad message: nothing in the batch may be acked
             log.exception("processing a batch of %d from %s failed", len(batch), self.queue_name)
             settled = [False] * len(batch)
+        processed = time.monotonic()
+        self._observe("processing", processed - started)
         try:
             if not all(settled):
                 await asyncio.sleep(REQUEUE_PAUSE_SECONDS)
             await self._settlements.settle(batch, settled)
+            self._observe("settle", time.monotonic() - processed)
         except Exception:  # the channel closed under us: the broker redelivers, the ledger dedups
             log.warning("could not settle %d deliveries from %s", len(batch), self.queue_name, exc_info=True)
 

@@ -61,3 +61,15 @@ class Metrics:
             ["tenant", "currency"],
             registry=r,
         )
+        self.batch_stage = Histogram(
+            "remit_batch_stage_seconds",
+            "Where a consumer batch's time goes: buffered (oldest delivery waiting for a worker), processing "
+            "(reading, commit and failures), commit_wait (queued behind the previous flush), commit (the "
+            "transactions of one flush), settle (the acks)",
+            ["stage"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+
+    def observe_stage(self, stage: str, seconds: float) -> None:
+        self.batch_stage.labels(stage).observe(seconds)

@@ -45,6 +45,8 @@ async def test_health_readiness_metrics_and_docs(
         assert (
             f'remit_outcomes_total{{outcome="processed",queue="payments.work.basic",tenant="{tenant}"}} 1.0' in metrics
         )
+        for stage in ("buffered", "processing", "commit_wait", "commit", "settle"):  # where a batch's time went
+            assert f'remit_batch_stage_seconds_count{{stage="{stage}"}}' in metrics, stage
         docs = await client.get("/docs/asyncapi")
         assert docs.status_code == 200
         assert "remit" in docs.text
