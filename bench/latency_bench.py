@@ -31,6 +31,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 from rich.progress import Progress
 
+from app.messaging.headers import PUBLISHED_AT
 from app.messaging.topology import routing_key
 from tests.utils.services import PG_ADMIN_DSN, free_port
 
@@ -75,7 +76,9 @@ async def paced_publish(env: r.BenchEnv, payments: list[r.Payment], rate: float)
                 p = payments[i]
                 now = datetime.now(UTC)
                 sent[str(p.message_id)] = now.timestamp()
-                tasks.append(asyncio.create_task(exchange.publish(r.message_for(p, now), routing_key=key)))
+                message = r.message_for(p, now)
+                message.headers[PUBLISHED_AT] = int(now.timestamp() * 1000)  # stamped as the relay does
+                tasks.append(asyncio.create_task(exchange.publish(message, routing_key=key)))
                 i += 1
             await asyncio.sleep(0.005)
         await asyncio.gather(*tasks)
@@ -84,7 +87,7 @@ async def paced_publish(env: r.BenchEnv, payments: list[r.Payment], rate: float)
     return sent
 
 
-STAGES = ("buffered", "processing", "commit_wait", "commit", "settle")
+STAGES = ("delivered", "buffered", "processing", "commit_wait", "commit", "settle")
 Buckets = dict[str, list[tuple[float, float]]]  # stage -> [(upper bound s, cumulative count)]
 
 

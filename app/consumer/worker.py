@@ -20,6 +20,7 @@ from aio_pika.abc import AbstractChannel, AbstractConnection, AbstractIncomingMe
 from aio_pika.exceptions import ChannelInvalidStateError
 
 from app.consumer.delivery import Delivery
+from app.messaging import headers
 
 log = logging.getLogger("remit.consumer")
 
@@ -106,7 +107,7 @@ class QueueWorkers:
         self._max_batch = max(1, max_batch)
         self._process = process
         self._buffer: list[AbstractIncomingMessage] = []
-        self._arrivals: list[float] = []  # monotonic arrival time of each buffered delivery
+        self._arrivals: list[float] = []  # arrival time (epoch seconds) of each buffered delivery
         self._arrived = asyncio.Event()
         self._settlements = Settlements()
         self._stopping = False
@@ -160,7 +161,7 @@ class QueueWorkers:
     async def _on_message(self, message: AbstractIncomingMessage) -> None:
         self._settlements.delivered(message)
         self._buffer.append(message)
-        self._arrivals.append(time.monotonic())
+        self._arrivals.append(time.time())
         self._arrived.set()
 
     async def _dispatch(self) -> None:
@@ -175,12 +176,18 @@ class QueueWorkers:
             await self._slots.acquire()
             batch = self._buffer[: self._max_batch]
             del self._buffer[: self._max_batch]
-            self._observe("buffered", time.monotonic() - self._arrivals[0])
+            self._observe_arrival(batch[0], self._arrivals[0])
             del self._arrivals[: self._max_batch]
             self._in_flight += 1
             task = asyncio.create_task(self._settle(batch))
             self._batches.add(task)
             task.add_done_callback(self._batches.discard)
+
+    def _observe_arrival(self, oldest: AbstractIncomingMessage, arrived: float) -> None:
+        self._observe("buffered", time.time() - arrived)
+        published = (oldest.headers or {}).get(headers.PUBLISHED_AT)
+        if isinstance(published, int) and not isinstance(published, bool):
+            self._observe("delivered", max(arrived - published / 1000, 0.0))  # publish to our callback
 
     async def _settle(self, batch: list[AbstractIncomingMessage]) -> None:
         try:

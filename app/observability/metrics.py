@@ -63,7 +63,8 @@ class Metrics:
         )
         self.batch_stage = Histogram(
             "remit_batch_stage_seconds",
-            "Where a consumer batch's time goes: buffered (oldest delivery waiting for a worker), processing "
+            "Where a consumer batch's time goes: delivered (its oldest message, from the publish stamp to our "
+            "consumer callback), buffered (waiting for a worker), processing "
             "(reading, commit and failures), commit_wait (queued behind the previous flush), commit (the "
             "transactions of one flush), settle (the acks)",
             ["stage"],
