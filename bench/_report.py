@@ -41,6 +41,7 @@ from app.tenancy.routing import Route, apply_route  # noqa: E402
 BENCH_TIER = "enterprise"  # the biggest pool (10 workers): the bench measures the consumer, not a small tier
 from app.settings import Settings  # noqa: E402
 from app.storage.migrations import upgrade_to_head  # noqa: E402
+from contracts import wire_timestamp  # noqa: E402
 from tests.utils.factories import make_wire_dict  # noqa: E402
 from tests.utils.services import AMQP_BASE, MANAGEMENT_AUTH, MANAGEMENT_URL, PG_ADMIN_DSN, amqp_url  # noqa: E402
 
@@ -184,7 +185,7 @@ def make_payments(n: int, timestamp: datetime | None = None) -> list[Payment]:
     """n real wire bodies (the ~480-byte payment JSON of make_wire_dict) with fresh UUIDv7 ids."""
     template = make_wire_dict(tenant_id=TENANT, correlation_id=CORRELATION_ID)
     if timestamp is not None:
-        template["timestamp_utc"] = timestamp.isoformat().replace("+00:00", "Z")
+        template["timestamp_utc"] = wire_timestamp(timestamp)
     out = []
     for i in range(n):
         message_id = uuid.UUID(int=uuid6.uuid7().int)

@@ -7,6 +7,7 @@ from contracts.message import (
     Payload,
     PaymentMessage,
     ValidationResult,
+    wire_timestamp,
 )
 
 __all__ = [
@@ -16,4 +17,5 @@ __all__ = [
     "Payload",
     "PaymentMessage",
     "ValidationResult",
+    "wire_timestamp",
 ]

@@ -106,6 +106,11 @@ class Envelope(_Strict):
         return value.astimezone(UTC)
 
 
+def wire_timestamp(moment: datetime) -> str:
+    """A UTC date-time as the contract writes it: ISO 8601 with the Z suffix."""
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
 class Payload(_Strict):
     """The business data of one payment."""
 

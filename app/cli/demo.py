@@ -37,6 +37,7 @@ from app.storage.engine import make_engine
 from app.storage.migrations import PROJECT_ROOT, upgrade_to_head
 from app.storage.unit_of_work import UnitOfWorkFactory
 from app.tenancy.tenants import AddTenant, add_tenant
+from contracts import wire_timestamp
 
 EXAMPLES = PROJECT_ROOT / "examples"
 TENANT_NAMES = {"anz": "ANZ Bank", "westpac": "Westpac"}
@@ -233,7 +234,7 @@ async def run_demo(name: str, timeout: float, logs: Path) -> bool:
         )
         env.remit("dlq", "list")
         console.rule("3. the nightly reconciliation (PySpark), by correlation_id")
-        as_of = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+        as_of = wire_timestamp(datetime.now(UTC))
         code = env.remit("reconcile", "--as-of", as_of, "--out", str(logs / "reconciliation"))
         ok &= report(f"reconciliation: every batch RECONCILED (exit {code})", code == 0)
     finally:

@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.consumer.core_banking import CoreBanking
 from app.errors import RemitError, ServiceUnavailable, UnknownTenant
+from app.observability.metrics import ObserveStage, ignore_stage
 from app.storage.tables import processed_messages, tenants
 from app.storage.unit_of_work import UnitOfWorkFactory
 from contracts import PaymentMessage
@@ -67,7 +68,7 @@ class GroupCommitter:
         core_banking: CoreBanking,
         max_batch: int,
         after_commit: Callable[[], None] = lambda: None,
-        observe: Callable[[str, float], None] = lambda stage, seconds: None,
+        observe: ObserveStage = ignore_stage,
     ) -> None:
         self._observe = observe
         self._after_commit = after_commit

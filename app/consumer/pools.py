@@ -15,9 +15,10 @@ from aio_pika.abc import AbstractConnection
 from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert
 
-from app.consumer.worker import ObserveStage, ProcessBatch, QueueWorkers
+from app.consumer.worker import ProcessBatch, QueueWorkers
 from app.messaging.queues import ready_count
 from app.messaging.topology import TIERS, Topology
+from app.observability.metrics import ObserveStage, ignore_stage
 from app.storage.tables import tenants, worker_heartbeats, worker_pools
 from app.storage.unit_of_work import UnitOfWorkFactory
 
@@ -29,8 +30,11 @@ DEDICATED_TIER = "enterprise"
 class Pool:
     name: str
     tier: str
-    queue: str
     workers: QueueWorkers
+
+    @property
+    def queue(self) -> str:
+        return self.workers.queue_name
 
     @property
     def running(self) -> int:
@@ -57,7 +61,7 @@ class PoolManager:
         topology: Topology,
         settings: WorkerSettings,
         process: ProcessBatch,
-        observe: ObserveStage = lambda stage, seconds: None,
+        observe: ObserveStage = ignore_stage,
     ) -> None:
         self._observe = observe
         self._connection = connection
@@ -84,7 +88,7 @@ class PoolManager:
             self._process,
             self._observe,
         )
-        return Pool(name, tier, queue, workers)
+        return Pool(name, tier, workers)
 
     async def sync(self, uow_factory: UnitOfWorkFactory) -> None:
         async with uow_factory() as uow:

@@ -21,11 +21,11 @@ from aio_pika.exceptions import ChannelInvalidStateError
 
 from app.consumer.delivery import Delivery
 from app.messaging import headers
+from app.observability.metrics import ObserveStage, ignore_stage
 
 log = logging.getLogger("remit.consumer")
 
 ProcessBatch = Callable[[Sequence[Delivery]], Awaitable[list[bool]]]
-ObserveStage = Callable[[str, float], None]  # stage name, seconds (Metrics.observe_stage)
 
 # When even a failure could not be recorded (database down), pause before the deliveries go back to the
 # queue so an outage is not a hot redelivery loop; the quorum delivery limit is the backstop.
@@ -96,7 +96,7 @@ class QueueWorkers:
         prefetch: int,
         max_batch: int,
         process: ProcessBatch,
-        observe: ObserveStage = lambda stage, seconds: None,
+        observe: ObserveStage = ignore_stage,
     ) -> None:
         self.queue_name = queue
         self._observe = observe
@@ -185,9 +185,9 @@ class QueueWorkers:
 
     def _observe_arrival(self, oldest: AbstractIncomingMessage, arrived: float) -> None:
         self._observe("buffered", time.time() - arrived)
-        published = (oldest.headers or {}).get(headers.PUBLISHED_AT)
-        if isinstance(published, int) and not isinstance(published, bool):
-            self._observe("delivered", max(arrived - published / 1000, 0.0))  # publish to our callback
+        published = headers.published_at(oldest.headers)
+        if published is not None:
+            self._observe("delivered", max(arrived - published, 0.0))  # publish to our callback
 
     async def _settle(self, batch: list[AbstractIncomingMessage]) -> None:
         try:

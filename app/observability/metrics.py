@@ -2,8 +2,17 @@
 (then "other"), `reason` and `outcome` are fixed vocabularies, `queue` is remit's own queue names."""
 
 import threading
+from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+# Where a consumer batch's time went: (stage, seconds); Metrics.observe_stage is the real one.
+ObserveStage = Callable[[str, float], None]
+
+
+def ignore_stage(stage: str, seconds: float) -> None:
+    """The ObserveStage of components built without metrics."""
+
 
 MAX_TENANT_LABELS = 200
 OTHER = "other"

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from uuid6 import uuid7
 
 from app.publisher.bulk_file import CONTROL, PAYMENT, RawRow
-from contracts import PaymentMessage
+from contracts import PaymentMessage, wire_timestamp
 
 CHECKS = ("format_valid", "currency_active", "limit_ok", "debtor_differs_from_creditor", "reference_unique")
 _CENTS = re.compile(r"^[0-9]+$")
@@ -107,7 +107,7 @@ def _wire(payload: dict[str, Any], ctx: BatchContext) -> bytes:
     return json.dumps(
         {
             "message_id": str(uuid7()),
-            "timestamp_utc": ctx.now.isoformat().replace("+00:00", "Z"),
+            "timestamp_utc": wire_timestamp(ctx.now),
             "correlation_id": ctx.correlation_id,
             "tenant_id": ctx.tenant_id,
             **payload,

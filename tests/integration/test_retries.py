@@ -13,6 +13,7 @@ from app.messaging import headers
 from app.messaging.properties import CONTENT_TYPE
 from app.settings import Settings
 from app.storage.unit_of_work import UnitOfWorkFactory
+from contracts import wire_timestamp
 from tests.utils.factories import make_wire_dict, new_tenant_id, to_wire_bytes
 from tests.utils.services import ServiceEnv, ServiceProcess, eventually
 from tests.utils.world import (
@@ -162,7 +163,7 @@ async def test_a_retry_never_extends_the_ttl(
     logs_dir: Path,
 ) -> None:
     tenant = await fresh_tenant(uow_factory)
-    stamp = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+    stamp = wire_timestamp(datetime.now(UTC))
     wire = make_wire_dict(tenant_id=tenant, creditor_account="555000444", timestamp_utc=stamp, ttl_seconds=2)
     consumer = _consumer(
         service_env,

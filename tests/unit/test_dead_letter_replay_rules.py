@@ -10,6 +10,7 @@ import pytest
 from app.deadletters.replay import Facts, Readable, decide
 from app.deadletters.republish import fresh_body, replay_message
 from app.messaging import headers
+from contracts import wire_timestamp
 from tests.utils.factories import make_wire_dict, to_wire_bytes
 
 NOW = datetime.now(UTC)
@@ -71,7 +72,7 @@ def test_a_body_whose_tenant_differs_from_the_header_is_never_replayed() -> None
 
 
 def test_a_message_older_than_the_idempotency_retention_is_refused_as_it_could_pay_twice() -> None:
-    old = body(timestamp_utc=(NOW - timedelta(days=31)).isoformat().replace("+00:00", "Z"), ttl_seconds=30 * 86_400)
+    old = body(timestamp_utc=wire_timestamp(NOW - timedelta(days=31)), ttl_seconds=30 * 86_400)
     refused, why = verdict(Row(), old)
     assert refused == "refuse"
     assert "pay twice" in why
@@ -85,7 +86,7 @@ def test_the_replay_budget_stops_endless_loops() -> None:
 
 
 def test_a_payment_past_its_ttl_is_refused() -> None:
-    stale = body(timestamp_utc=(NOW - timedelta(hours=2)).isoformat().replace("+00:00", "Z"), ttl_seconds=3600)
+    stale = body(timestamp_utc=wire_timestamp(NOW - timedelta(hours=2)), ttl_seconds=3600)
     refused, why = verdict(Row(), stale)
     assert refused == "refuse"
     assert "TTL" in why
