@@ -2,16 +2,24 @@
 and account numbers masked before anything is written."""
 
 import logging
-import os
 import re
 import sys
 
 from pythonjsonlogger.json import JsonFormatter
 
 MESSAGE_FIELDS = ("tenant_id", "message_id", "correlation_id", "attempt")
-# An account number appears either after a BSB ("033-001 900000001") or as a JSON field value.
+# Where an account number shows up in what reaches a log (keeping its last three digits):
+# - after a BSB in free text: "033-001 900000001";
+# - after a key naming an account, in JSON (plain or escaped inside another string), a Python dict or a
+#   pydantic repr, key=value, or prose: "debtor_account": "900000001", 'creditor_account': '900000001',
+#   creditor_account=900000001, account 900000001;
+# - as a quoted run of 6-10 digits (the contract's account format) on its own, which is how a positional
+#   repr shows it: SQLAlchemy's "[parameters: ('012-345', '900000001')]", or a list of them per column.
 _ACCOUNT_AFTER_BSB = re.compile(r"\b(\d{3}-\d{3}) (\d{2,7})(\d{3})\b")
-_ACCOUNT_FIELD = re.compile(r'("(?:debtor|creditor)_account"\s*:\s*")(\d{2,7})(\d{3})"')
+_ACCOUNT_AFTER_KEY = re.compile(r"""(?i)(account\w*(?:\\*["'])?(?:\s*[:=]\s*|\s+)(?:\\*["'])?)(\d+)(\d{3})(?!\d)""")
+_ACCOUNT_QUOTED = re.compile(r"""(?<![\w-])(\\*["'])(\d{3,7})(\d{3})\1""")
+# Attributes every LogRecord has; anything else on a record came in through `extra=`.
+_RECORD_ATTRIBUTES = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
 
 
 def mask_account(account: str) -> str:
@@ -20,16 +28,52 @@ def mask_account(account: str) -> str:
 
 def mask_text(text: str) -> str:
     text = _ACCOUNT_AFTER_BSB.sub(lambda m: f"{m[1]} {'*' * len(m[2])}{m[3]}", text)
-    return _ACCOUNT_FIELD.sub(lambda m: f'{m[1]}{"*" * len(m[2])}{m[3]}"', text)
+    text = _ACCOUNT_AFTER_KEY.sub(lambda m: f"{m[1]}{'*' * len(m[2])}{m[3]}", text)
+    return _ACCOUNT_QUOTED.sub(lambda m: f"{m[1]}{'*' * len(m[2])}{m[3]}{m[1]}", text)
 
 
 class MaskAccounts(logging.Filter):
-    """Last line of defence: whatever a log line says, account numbers leave it masked."""
+    """Last line of defence: whatever a log line says, account numbers leave it masked: the message, an
+    exception's traceback (its text quotes the exception, e.g. a statement's parameters), the stack and
+    every string given through `extra=`."""
+
+    _formatter = logging.Formatter()
 
     def filter(self, record: logging.LogRecord) -> bool:
         record.msg = mask_text(record.getMessage())
         record.args = None
+        if record.exc_info:
+            # Formatters use exc_text when exc_info is gone: the text is made, and masked, once here.
+            record.exc_text = self._formatter.formatException(record.exc_info)
+            record.exc_info = None
+        if record.exc_text:
+            record.exc_text = mask_text(record.exc_text)
+        if record.stack_info:
+            record.stack_info = mask_text(record.stack_info)
+        for name, value in list(vars(record).items()):
+            if name not in _RECORD_ATTRIBUTES and isinstance(value, str):
+                setattr(record, name, mask_text(value))
         return True
+
+
+# aiormq logs each failed connect of a reconnecting connection as an ERROR (and a connection cut as a
+# WARNING with a traceback) while aio-pika logs the same event as one line of its own ("Connection attempt
+# ... failed ... Reconnecting after N seconds"): duplicates that turn a broker restart into a page of errors.
+# They go out at DEBUG, and so does aio-pika's line per try: every robust connection of remit's (its own and
+# FastStream's) is a BackingOffConnection, which logs the outage once per change of state
+# (app/messaging/reconnect.py).
+_RECONNECT_DUPLICATES = {
+    "aiormq.connection": ("error when creating transport", "Cancelling cause reader exited abnormally"),
+    "aio_pika.robust_connection": ("Connection attempt to",),
+}
+
+
+class LibraryReconnectDuplicates(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not str(record.msg).startswith(_RECONNECT_DUPLICATES.get(record.name, ())):
+            return True
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return logging.getLogger().isEnabledFor(logging.DEBUG)
 
 
 class MessageFields(logging.Filter):
@@ -42,11 +86,13 @@ class MessageFields(logging.Filter):
         return True
 
 
-def configure_logging(level: str | None = None, fmt: str | None = None) -> None:
+def configure_logging(level: str, fmt: str) -> None:
+    """Every line to stderr, masked, with the message fields; `fmt` json or anything else for plain text."""
     handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(LibraryReconnectDuplicates())
     handler.addFilter(MaskAccounts())
     handler.addFilter(MessageFields())
-    if (fmt or os.environ.get("REMIT_LOG_FORMAT", "json")) == "json":
+    if fmt == "json":
         handler.setFormatter(
             JsonFormatter(
                 "{asctime}{levelname}{name}{message}" + "".join(f"{{{f}}}" for f in MESSAGE_FIELDS),
@@ -58,4 +104,4 @@ def configure_logging(level: str | None = None, fmt: str | None = None) -> None:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
-    root.setLevel((level or os.environ.get("REMIT_LOG_LEVEL", "INFO")).upper())
+    root.setLevel(level.upper())

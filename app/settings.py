@@ -1,18 +1,33 @@
-"""The one Settings object. Every value can be set with an environment variable prefixed REMIT_."""
+"""The one Settings object, and the only place remit reads its environment: every value can be set with an
+environment variable prefixed REMIT_ (or in .env); the few that name no REMIT_ variable say which they read."""
 
+import json
+import os
+import pwd
+from collections.abc import Mapping
 from functools import cache
 
-from pydantic import Field, PositiveInt
+from pydantic import AliasChoices, Field, PositiveInt
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
+from app.payment_rules import INGRESS_CHECKS
+from contracts.message import MAX_TTL_SECONDS
+
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="REMIT_", env_file=".env", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="REMIT_", env_file=".env", extra="ignore", populate_by_name=True)
 
     database_url: str = Field(
         default="postgresql+asyncpg://remit_app@127.0.0.1:5432/remit",
-        description="PostgreSQL for the service (asyncpg driver), as a role that row-level security binds.",
+        description="PostgreSQL for tenant-scoped work (asyncpg driver), as remit_app: row-level security binds "
+        "it to one tenant per transaction and it can never enter the system scope.",
+    )
+    system_database_url: str | None = Field(
+        default=None,
+        description="PostgreSQL for system-scoped work (the relay, the archiver, reconciliation, operators, the "
+        "consumer's cross-tenant work), as remit_system, the one role the policies let into the system scope. "
+        "Default: REMIT_DATABASE_URL with the user replaced by remit_system and no password.",
     )
     migration_database_url: str | None = Field(
         default=None,
@@ -22,13 +37,27 @@ class Settings(BaseSettings):
     db_owner: str = Field(default="root", description="The schema owner's role when no migration URL is given.")
     amqp_url: str = Field(default="amqp://guest:guest@127.0.0.1:5672/", description="RabbitMQ AMQP URL.")
     rabbitmq_management_url: str = Field(
-        default="http://guest:guest@127.0.0.1:15672", description="RabbitMQ management API (provisioning, tests)."
+        default="http://guest:guest@127.0.0.1:15672",
+        description="RabbitMQ management API (provisioning, queue depths and rates, tests).",
+    )
+    rabbitmq_queues_command: list[str] = Field(
+        default=["rabbitmq-queues"],
+        description="How to run RabbitMQ's `rabbitmq-queues` CLI, which reads a quorum queue's message at a position "
+        "without delivering it: `remit queues peek` and the oldest-message age use it. It needs the broker's Erlang "
+        'cookie; from another host, e.g. ["docker", "compose", "exec", "-T", "rabbitmq", "rabbitmq-queues"]. [] '
+        "turns both off.",
+    )
+    queue_metrics_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="How often the consumer refreshes its queue and in-flight gauges on /metrics (the management "
+        "API, one `rabbitmq-queues peek` per non-empty queue, one in-flight count per tenant).",
     )
 
-    exchange: str = "payments"
-    work_queue: str = "payments.work"
-    dead_letter_exchange: str = "payments.dlx"
-    dead_letter_queue: str = "payments.dlq"
+    exchange: str = Field(default="payments", description="The topic exchange payments are published to.")
+    work_queue: str = Field(default="payments.work", description="Prefix of the work queues (one per tier).")
+    dead_letter_exchange: str = Field(default="payments.dlx", description="Where failed payments are published.")
+    dead_letter_queue: str = Field(default="payments.dlq", description="The queue the archiver empties.")
     retry_delays_seconds: list[float] = Field(
         default=[1.0, 5.0, 30.0], description="Backoff per retry level; one TTL queue per level."
     )
@@ -42,9 +71,17 @@ class Settings(BaseSettings):
         description="RabbitMQ users allowed to publish for any tenant, besides the login of REMIT_AMQP_URL.",
     )
 
+    dead_letter_body_max_bytes: PositiveInt = Field(
+        default=64 * 1024,
+        description="Most bytes of a dead letter's body the store keeps; a longer one is kept as this prefix "
+        "plus its full length and SHA-256, and is never replayable.",
+    )
     replay_budget: PositiveInt = Field(default=3, description="Real replays allowed per message_id.")
     retention_days: PositiveInt = Field(
         default=30, description="Days processed records, attempts and closed dead letters are kept."
+    )
+    purge_batch_size: PositiveInt = Field(
+        default=1000, description="Rows `remit purge` deletes per short transaction (its --batch-size default)."
     )
     replay_window_days: PositiveInt = Field(
         default=7,
@@ -59,44 +96,187 @@ class Settings(BaseSettings):
         description="Workers (AMQP consumers) per tier pool; a dedicated queue gets the enterprise size.",
     )
     commit_batch_max: PositiveInt = Field(default=256, description="Most messages committed in one transaction.")
-    max_message_bytes: PositiveInt = 64 * 1024
+    max_message_bytes: PositiveInt = Field(
+        default=64 * 1024,
+        description="The consumer's hard cap on a body, whatever a tenant's own limit says: a bigger body is cut "
+        "on arrival to its first `oversize_prefix_bytes` (its length and SHA-256 kept) and dead-lettered oversize.",
+    )
+    oversize_prefix_bytes: PositiveInt = Field(
+        default=4096, description="How much of a body over max_message_bytes the consumer keeps for its dead letter."
+    )
+    pool_max_held_bytes: PositiveInt = Field(
+        default=64 * 1024 * 1024,
+        description="Body bytes one pool may hold (buffered and in flight): its window is at most this divided by "
+        "max_message_bytes deliveries, whatever prefetch x workers says.",
+    )
+    tenant_refresh_seconds: float = Field(
+        default=5.0, gt=0, description="How old the consumer's copy of the tenants' limits and status may get."
+    )
 
-    relay_batch_size: PositiveInt = 500
-    relay_poll_seconds: float = Field(default=0.2, gt=0)
+    relay_batch_size: PositiveInt = Field(default=500, description="Most outbox rows one relay cycle publishes.")
+    relay_poll_seconds: float = Field(
+        default=0.2, gt=0, description="How long the relay waits when the outbox is empty."
+    )
     relay_queue_high_watermark: int = Field(
         default=200, ge=0, description="Hold a tenant's rows in the outbox while its queue has more ready (0: off)."
     )
     relay_fair_share: bool = Field(default=True, description="Round-robin across tenants; false: plain FIFO.")
+    relay_backlog_alert_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        description="How long accepted payments may wait in the outbox with no relay leading before the "
+        "consumer's /readyz turns 503 and `remit status` warns.",
+    )
     relay_metrics_port: int = Field(
         default=0, ge=0, description="Serve the relay's Prometheus metrics on this port (0: off)."
     )
 
-    default_ttl_seconds: PositiveInt = 86_400
-    max_amount_cents: PositiveInt = Field(
-        default=100_000_000, description="Business limit per payment checked by the publisher (limit_ok)."
+    ingest_chunk_rows: PositiveInt = Field(
+        default=5_000,
+        description="Rows of a bulk file validated and written at a time: an ingest's memory is bounded by this, "
+        "not by the file.",
+    )
+    ingest_rejections_listed: PositiveInt = Field(
+        default=1_000,
+        description="Most rejected rows a submit's receipt lists; the count is always complete, and every "
+        "rejection is in the batch's status report (remit report).",
     )
 
-    # The core-banking simulator (the default adapter): deterministic failures for tests and the demo.
-    simulator_closed_accounts: list[str] = Field(default=[], description="Creditor accounts that are closed.")
-    simulator_flaky_accounts: dict[str, int] = Field(
-        default={}, description="Creditor account -> how many attempts time out before it succeeds."
+    default_ttl_seconds: PositiveInt = Field(
+        default=86_400, description="A new tenant's default time-to-live for its payments, seconds."
     )
-    simulator_transient_rate: float = Field(default=0.0, ge=0.0, lt=1.0, description="Share of attempts timing out.")
+    default_tenant: str | None = Field(
+        default=None,
+        pattern=r"^[a-z0-9][a-z0-9_-]{1,31}$",
+        description="An install with one customer: the tenant `remit submit` uses when no --tenant is given.",
+    )
+    # Business rules (app/payment_rules.py): ingress checks them before it accepts a batch, the consumer
+    # before any payment moves money, because a direct AMQP publisher never passed ingress.
+    max_amount_cents: PositiveInt = Field(default=100_000_000, description="The most one payment may move (limit_ok).")
+    max_clock_skew_seconds: PositiveInt = Field(
+        default=300, description="How far in the future a payment's timestamp_utc may be (publishers' clock skew)."
+    )
+    max_ttl_seconds: PositiveInt = Field(
+        default=7 * 86_400, le=MAX_TTL_SECONDS, description="The longest ttl_seconds a payment may ask for."
+    )
+    required_checks: list[str] = Field(
+        default=list(INGRESS_CHECKS),
+        description="Checks validation_result.checks must name; the default is the five ingress runs and writes.",
+    )
 
-    # Fault injection for the crash tests and the chaos rig only: the process SIGKILLs itself at the
-    # named point. Never set in production.
-    fault_kill_after_commits: PositiveInt | None = None
-    fault_kill_after_publishes: PositiveInt | None = None
+    # An external core-banking system over HTTP (docs/core-banking.md, "How remit talks to it").
+    core_banking_url: str | None = Field(
+        default=None,
+        description="Base URL of an external core-banking service (e.g. http://127.0.0.1:8700). Unset: payments "
+        "are booked in remit's in-process ledger.",
+    )
+    core_banking_connect_timeout_seconds: float = Field(
+        default=2.0, gt=0, description="Most time to open a connection to the core; nothing was sent if it passes."
+    )
+    core_banking_read_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="Most time to send a request to the core and to wait for each part of its answer. When it "
+        "passes the outcome is unknown, and remit asks the core for the keys' status before answering.",
+    )
+    core_banking_pool_timeout_seconds: float = Field(
+        default=5.0, gt=0, description="Most time to wait for a free connection of the pool; nothing was sent."
+    )
+    core_banking_pool_size: PositiveInt = Field(
+        default=10,
+        description="Most connections the consumer keeps open to the core (one pooled HTTP client per process).",
+    )
+    core_banking_batch_max: PositiveInt = Field(
+        default=1000,
+        description="Most transfers in one POST /transfers/batch and most keys in one status query; at most the "
+        "core's own limit (the reference core: COREBANK_BATCH_MAX, 1000).",
+    )
+    core_banking_parallel_requests: PositiveInt = Field(
+        default=1,
+        description="Requests one flush's payments are split into and sent side by side (each at most "
+        "core_banking_batch_max). 1: one request at a time, in the flush's order. More lets the core book parts of "
+        "a flush concurrently; which of a debtor's payments an insufficient balance refuses then depends on "
+        "which request the core books first.",
+    )
+    core_banking_breaker_threshold: PositiveInt = Field(
+        default=3,
+        description="Consecutive failed requests to the core (unreachable, timed out, 5xx; never a refusal) that "
+        "open the circuit breaker: payments then fail fast as retryable and the consumers pause. Keep it at most "
+        "max_retries: then even a payment alone in the queue opens the breaker before its retries run out.",
+    )
+    core_banking_probe_interval_seconds: float = Field(
+        default=2.0, gt=0, description="While the breaker is open, how often GET /readyz is tried; 200 closes it."
+    )
+
+    # The admin process (`remit admin`): the HTTP API and the DLQ console.
+    admin_host: str = Field(default="127.0.0.1", description="Address `remit admin` listens on.")
+    admin_port: int = Field(default=8080, ge=1, le=65535, description="Port `remit admin` listens on.")
+    admin_max_upload_bytes: PositiveInt = Field(
+        default=20 * 1024 * 1024, description="Largest bulk file POST /v1/batches takes."
+    )
+    admin_session_idle_minutes: PositiveInt = Field(
+        default=30, description="Console sessions end after this long unused."
+    )
+    admin_session_max_hours: PositiveInt = Field(default=8, description="Console sessions end this long after login.")
+    admin_cookie_secure: bool = Field(
+        default=False, description="Mark the console cookie Secure; set true whenever the console is served over TLS."
+    )
+
+    log_level: str = Field(default="INFO", description="Lowest level every remit process logs (DEBUG ... CRITICAL).")
+    log_format: str = Field(default="json", description="json: one JSON object per line; anything else: plain text.")
+
+    # Read from the operating system's variables, not REMIT_ ones.
+    actor: str = Field(
+        default_factory=lambda: account_name(),
+        validation_alias=AliasChoices("REMIT_ACTOR", "USER", "LOGNAME"),
+        description="Who CLI actions are recorded as (the audit trail without --actor, worker pool changes): "
+        "REMIT_ACTOR, else $USER, else $LOGNAME, else the process's account name (uid-<n> when the account has "
+        "no name, as in a container run with a bare --user).",
+    )
+    java_home: str | None = Field(
+        default=None,
+        validation_alias="JAVA_HOME",
+        description="The Java runtime `remit reconcile` needs: $JAVA_HOME/bin/java, else `java` from PATH.",
+    )
+
+
+SYSTEM_ROLE = "remit_system"  # made by migration 0010_database_roles
+
+
+def account_name() -> str:
+    """The name of the account this process runs as, from the password database (not the environment)."""
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return f"uid-{os.getuid()}"
 
 
 def owner_url(settings: Settings) -> str:
     """The URL migrations and set-up use: the owner of the schema, not the service role."""
-    if settings.migration_database_url:
-        return settings.migration_database_url
-    url = make_url(settings.database_url).set(username=settings.db_owner, password=None)
-    return url.render_as_string(hide_password=False)
+    return settings.migration_database_url or _as_user(settings.database_url, settings.db_owner)
+
+
+def system_url(settings: Settings) -> str:
+    """The URL system-scoped work uses: the role that may see every tenant."""
+    return settings.system_database_url or _as_user(settings.database_url, SYSTEM_ROLE)
+
+
+def _as_user(database_url: str, user: str) -> str:
+    return make_url(database_url).set(username=user, password=None).render_as_string(hide_password=False)
 
 
 @cache
 def get_settings() -> Settings:
     return Settings()
+
+
+def environment_for(settings: Settings, inherited: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a child process that must run with exactly these settings: this process's own (or
+    `inherited`), with the REMIT_ variable of every field set from `settings`, or removed where it is unset."""
+    own = {f"REMIT_{name.upper()}": name for name, field in Settings.model_fields.items() if not field.validation_alias}
+    env = {k: v for k, v in (os.environ if inherited is None else inherited).items() if k not in own}
+    values = settings.model_dump(mode="json")
+    for variable, name in own.items():
+        if (value := values[name]) is not None:
+            env[variable] = value if isinstance(value, str) else json.dumps(value)
+    return env

@@ -32,7 +32,8 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.chaos.rig import FAULT_KINDS, ChaosConfig, ChaosResult, ChaosRig, new_seed  # noqa: E402
+from tests.chaos.config import FAULT_KINDS, ChaosConfig, new_seed  # noqa: E402
+from tests.chaos.rig import ChaosResult, ChaosRig  # noqa: E402
 from tests.utils.services import MANAGEMENT_AUTH, MANAGEMENT_URL, PG_ADMIN_DSN  # noqa: E402
 
 DOC = ROOT / "docs" / "reliability.md"
@@ -189,11 +190,12 @@ def markdown(result: ChaosResult, config: ChaosConfig, host: dict[str, str], whe
     return "\n".join(lines)
 
 
-def write_doc(block: str) -> None:
+def write_doc(block: str, begin: str = BEGIN, end: str = END) -> None:
+    """Replace what is between the markers (bench/chaos_core_long.py passes its own)."""
     text = DOC.read_text() if DOC.exists() else "# Reliability\n\n## Results\n\n"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1]
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        text = head + block + rest.split(end, 1)[1]
     else:
         text = text.rstrip() + "\n\n" + block + "\n"
     DOC.write_text(text)

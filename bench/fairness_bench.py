@@ -163,7 +163,7 @@ async def latencies(env: r.BenchEnv, ids: list[uuid.UUID]) -> dict[str, float]:
     try:
         rows = await conn.fetch(
             "SELECT extract(epoch FROM l.booked_at - o.accepted_at) * 1000 AS ms FROM outbox o"
-            " JOIN ledger l USING (message_id) WHERE o.message_id = ANY($1::uuid[])",
+            " JOIN ledger l USING (tenant_id, message_id) WHERE o.message_id = ANY($1::uuid[])",
             ids,
         )
     finally:

@@ -28,7 +28,7 @@ engine: AsyncEngine = create_async_engine(os.environ["REMIT_DATABASE_URL"], pool
 
 CLAIM = text(
     "INSERT INTO processed_messages (message_id, tenant_id, correlation_id, attempt) "
-    "VALUES (:id, :tenant, :batch, 1) ON CONFLICT (message_id) DO NOTHING RETURNING message_id"
+    "VALUES (:id, :tenant, :batch, 1) ON CONFLICT (tenant_id, message_id) DO NOTHING RETURNING message_id"
 )
 BOOK = text(
     "INSERT INTO ledger (message_id, tenant_id, correlation_id, payment_reference, amount_cents, currency,"

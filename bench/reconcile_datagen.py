@@ -34,7 +34,7 @@ FATES = {
 CURRENCY_CODES = ("AUD", "USD", "NZD", "EUR")
 CURRENCY_SHARES = (0.8, 0.1, 0.05, 0.05)
 DL_REASONS = np.array(["invalid", "permanent_failure", "retries_exhausted", "tenant_mismatch"])
-UNEXPECTED_SHARE = 0.0005
+UNEXPECTED_SHARE = 0.0005  # ledger rows never accepted; half reuse another tenant's accepted message_id
 BROKEN_TOTALS_SHARE = 0.001
 
 
@@ -94,9 +94,14 @@ def generate(out: Path, n: int, seed: int = 7) -> dict[str, int]:
     ledger_amount = np.where(fate[ledger_ix] == "mismatch", amount[ledger_ix] + 1, amount[ledger_ix])
     booked_at = np.minimum(accepted_at[ledger_ix] + rng.integers(1, 60 * _US, ledger_ix.size), as_of_us)
     n_unexpected = int(n * UNEXPECTED_SHARE)
-    unexpected_batch = rng.integers(0, n_batches, n_unexpected)
+    # A message is (tenant_id, message_id): a direct publisher reusing another tenant's id books its own
+    # payment, which must stay unexpected and leave the other tenant's message as it was.
+    reused = rng.choice(n, n_unexpected // 2, replace=False)  # once each: equal booking times tie otherwise
+    unexpected_batch = np.concatenate([(batch_of[reused] + 1) % n_batches,  # the next batch: another tenant
+                                       rng.integers(0, n_batches, n_unexpected - reused.size)])  # fmt: skip
+    unexpected_id = pa.concat_arrays([message_id.take(reused), _uuid_strings(rng, n_unexpected - reused.size)])
     ledger = pa.table({
-        "message_id": pa.concat_arrays([message_id.take(ledger_ix), _uuid_strings(rng, n_unexpected)]),
+        "message_id": pa.concat_arrays([message_id.take(ledger_ix), unexpected_id]),
         "tenant_id": pa.concat_arrays([tenant.take(ledger_ix), pa.array(tenants[unexpected_batch], pa.string())]),
         "correlation_id": pa.concat_arrays([corr.take(ledger_ix),
                                             pa.array(batch_ids[unexpected_batch], pa.string())]),

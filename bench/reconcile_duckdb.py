@@ -13,31 +13,31 @@ import pyarrow as pa
 from reconciliation import statuses as st
 
 # DuckDB's fastest shape for this (measured: ~3x faster than a union + group-by in DuckDB): aggregate
-# each source by message_id, then full-outer-join them. The reference should be DuckDB at its best.
+# each source by message, (tenant_id, message_id), then full-outer-join them. The reference should be
+# DuckDB at its best.
 _MESSAGES_SQL = """
 WITH o AS (
     SELECT message_id, correlation_id, tenant_id, currency, amount_cents, expires_at
     FROM read_parquet('{d}/outbox.parquet')
 ), led AS (
-    SELECT message_id, count(*) AS n_led, min(amount_cents) AS l_amin, max(amount_cents) AS l_amax,
-        min(currency) AS l_cmin, max(currency) AS l_cmax,
-        arg_min(correlation_id, booked_at) AS l_corr, arg_min(tenant_id, booked_at) AS l_tenant,
+    SELECT tenant_id, message_id, count(*) AS n_led, min(amount_cents) AS l_amin, max(amount_cents) AS l_amax,
+        min(currency) AS l_cmin, max(currency) AS l_cmax, arg_min(correlation_id, booked_at) AS l_corr,
         arg_min(currency, booked_at) AS l_ccy, arg_min(amount_cents, booked_at) AS l_amount
-    FROM read_parquet('{d}/ledger.parquet') GROUP BY message_id
+    FROM read_parquet('{d}/ledger.parquet') GROUP BY tenant_id, message_id
 ), pm AS (
-    SELECT message_id, count(*) AS n_pm, min(correlation_id) AS p_corr, min(tenant_id) AS p_tenant
-    FROM read_parquet('{d}/processed_messages.parquet') GROUP BY message_id
+    SELECT tenant_id, message_id, count(*) AS n_pm, min(correlation_id) AS p_corr
+    FROM read_parquet('{d}/processed_messages.parquet') GROUP BY tenant_id, message_id
 ), dl AS (
-    SELECT message_id,
+    SELECT tenant_id, message_id,
         count(*) FILTER (status <> 'replayed' AND reason <> 'expired') AS n_dl,
         count(*) FILTER (status <> 'replayed' AND reason = 'expired') AS n_exp,
-        min(correlation_id) AS d_corr, min(tenant_id) AS d_tenant, min(currency) AS d_ccy
-    FROM read_parquet('{d}/dead_letters.parquet') WHERE message_id IS NOT NULL GROUP BY message_id
+        min(correlation_id) AS d_corr, min(currency) AS d_ccy
+    FROM read_parquet('{d}/dead_letters.parquet') WHERE message_id IS NOT NULL GROUP BY tenant_id, message_id
 ), classified AS (
     SELECT o.message_id IS NOT NULL AS accepted,
         coalesce(o.message_id, led.message_id, pm.message_id, dl.message_id) AS message_id,
         coalesce(o.correlation_id, l_corr, least(p_corr, d_corr)) AS correlation_id,
-        coalesce(o.tenant_id, l_tenant, least(p_tenant, d_tenant)) AS tenant_id,
+        coalesce(o.tenant_id, led.tenant_id, pm.tenant_id, dl.tenant_id) AS tenant_id,
         coalesce(o.currency, l_ccy, d_ccy) AS currency,
         coalesce(o.amount_cents, l_amount, 0) AS amount_cents,
         CASE
@@ -54,9 +54,11 @@ WITH o AS (
             ELSE 'missing'
         END AS status
     FROM o
-    FULL JOIN led ON led.message_id = o.message_id
-    FULL JOIN pm ON pm.message_id = coalesce(o.message_id, led.message_id)
-    FULL JOIN dl ON dl.message_id = coalesce(o.message_id, led.message_id, pm.message_id)
+    FULL JOIN led ON led.tenant_id = o.tenant_id AND led.message_id = o.message_id
+    FULL JOIN pm ON pm.tenant_id = coalesce(o.tenant_id, led.tenant_id)
+        AND pm.message_id = coalesce(o.message_id, led.message_id)
+    FULL JOIN dl ON dl.tenant_id = coalesce(o.tenant_id, led.tenant_id, pm.tenant_id)
+        AND dl.message_id = coalesce(o.message_id, led.message_id, pm.message_id)
 ), summary AS (
     SELECT correlation_id, tenant_id, currency,
         count(*) FILTER (accepted) AS accepted_count,

@@ -63,7 +63,10 @@ class ValidationResult(_Strict):
 class Envelope(_Strict):
     """Written by the publisher; never modified after publishing."""
 
-    message_id: UUID = Field(description="Unique id of this payment message (UUIDv7); the idempotency key.")
+    message_id: UUID = Field(
+        description="Unique id of this payment among its tenant's messages (UUIDv7); with tenant_id, the "
+        "idempotency key: the same id from two tenants is two payments."
+    )
     timestamp_utc: AwareDatetime = Field(
         description="When the publisher validated the payment; ISO 8601 in UTC with a Z suffix.",
         json_schema_extra={"pattern": UTC_SUFFIX_PATTERN},

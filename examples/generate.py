@@ -1,7 +1,8 @@
 """Generate the demo bulk files (deterministic): `python examples/generate.py`.
 
 Each file has valid payments in several currencies plus a few duplicates and a few invalid rows, and
-EXPECTED.json records exactly what a correct run accepts, rejects and processes.
+EXPECTED.json records exactly what a correct run accepts, rejects and processes (examples/generate_bankfiles.py
+adds the tenants of the pain.001 and ABA examples).
 """
 
 import csv
@@ -13,11 +14,11 @@ from typing import Any
 
 HERE = Path(__file__).parent
 CURRENCIES = ("AUD", "AUD", "AUD", "NZD", "USD")
-# The demo runs the core-banking simulator with these rules (see app/consumer/core_banking.py):
-CLOSED = "100000001"  # a closed creditor account: permanent failure, dead-lettered at once
-OUTAGE = "200000001"  # times out on every attempt during the demo's outage: retries exhausted, replayed later
-FLAKY = "300000001"  # times out once, then succeeds on the first retry
-SIMULATOR = {"closed_accounts": [CLOSED], "outage_accounts": [OUTAGE], "flaky_accounts": [FLAKY]}
+# The demo's reference core (its own process, `remit demo`) holds these creditor accounts this way:
+CLOSED = "100000001"  # closed in the core: refused (account_closed), dead-lettered at once
+OUTAGE = "200000001"  # held by the core's fault injection during the outage: retries exhausted, replayed later
+FLAKY = "300000001"  # held once, then booked on the first retry
+CORE_BANKING = {"closed_accounts": [CLOSED], "outage_accounts": [OUTAGE], "flaky_accounts": [FLAKY]}
 COLUMNS = [
     "payment_reference",
     "amount_cents",
@@ -106,14 +107,17 @@ def main() -> None:
     wbc_rows, wbc = build("WBC", seed=7, valid=500, duplicates=3)
     with (HERE / "westpac_20250501.jsonl").open("w") as f:
         f.writelines(json.dumps(row) + "\n" for row in wbc_rows)
+    path = HERE / "EXPECTED.json"
+    others = json.loads(path.read_text())["tenants"] if path.exists() else {}  # generate_bankfiles.py's tenants
     expected = {
-        "simulator": SIMULATOR,
+        "core_banking": CORE_BANKING,
         "tenants": {
-            "anz": {"file": "anz_20250501.csv", **anz},
-            "westpac": {"file": "westpac_20250501.jsonl", **wbc},
+            **others,
+            "anz": {"file": "anz_20250501.csv", "format": "csv", **anz},
+            "westpac": {"file": "westpac_20250501.jsonl", "format": "jsonl", **wbc},
         },
     }
-    (HERE / "EXPECTED.json").write_text(json.dumps(expected, indent=2) + "\n")
+    path.write_text(json.dumps(expected, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,13 +1,16 @@
-"""Message level: one row per message_id with its status, from one union of all sources and one group-by.
+"""Message level: one row per message with its status, from one union of all sources and one group-by.
+
+A message is (tenant_id, message_id), the consumer's idempotency key: the same message_id used by two
+tenants is two messages, and one tenant's rows never settle, break or attribute another tenant's.
 
 The naive plan (outbox full-outer-join ledger, then dead letters, then processed_messages) shuffles the
 big tables once per join. Here every source is projected to one narrow, tagged shape, unioned, and
-grouped once by message_id: one shuffle of the large data, whatever the number of sources.
+grouped once by (tenant_id, message_id): one shuffle of the large data, whatever the number of sources.
 
-Names (correlation_id, tenant_id, currency, reason) travel as 64-bit hashes and are decoded on the driver
+Names (correlation_id, currency, reason) travel as 64-bit hashes and are decoded on the driver
 (names.py): with only fixed-width aggregation buffers Spark runs a code-generated hash aggregate; a single
 string or struct buffer drops it to an interpreted sort aggregate, several times slower.
-The match key itself stays the exact message_id string.
+The match key itself stays exact: the tenant_id and message_id strings (grouping keys, not buffers).
 """
 
 from datetime import datetime, timedelta
@@ -22,18 +25,21 @@ SRC_OUTBOX = 1
 SRC_LEDGER = 2
 SRC_PROCESSED = 3
 SRC_DEAD_LETTER = 4
+SRC_CORE = 5  # a transfer in the external core's journal (three-way runs only)
+SRC_DIRECT = 6  # an idempotency record of a payment published directly over AMQP: it is also its acceptance
 
 _TAGGED_COLUMNS = (
+    "tenant_id",
     "message_id",
     "src",
     "corr_h",
-    "tenant_h",
     "ccy_h",
     "amount_cents",
     "ts",
     "expires_at",
     "reason_h",
     "dl_terminal",
+    "ref_h",
 )
 
 
@@ -42,32 +48,49 @@ def hashed(column: str) -> Column:
     return F.when(F.col(column).isNotNull(), F.xxhash64(column))
 
 
-def _tagged(df: DataFrame, src: int, ts: str, **overrides: Column) -> DataFrame:
+def _tagged(df: DataFrame, src: int | Column, ts: str, **overrides: Column) -> DataFrame:
     """Project one source onto the shared tagged shape; columns a source lacks are typed nulls."""
     defaults: dict[str, Column] = {
+        "tenant_id": F.col("tenant_id"),
         "message_id": F.col("message_id"),
-        "src": F.lit(src).cast("tinyint"),
+        "src": (src if isinstance(src, Column) else F.lit(src)).cast("tinyint"),
         "corr_h": hashed("correlation_id"),
-        "tenant_h": hashed("tenant_id"),
         "ccy_h": F.lit(None).cast("bigint"),
         "amount_cents": F.lit(None).cast("bigint"),
         "ts": F.col(ts),
         "expires_at": F.lit(None).cast("timestamp"),
         "reason_h": F.lit(None).cast("bigint"),
         "dl_terminal": F.lit(None).cast("boolean"),
+        "ref_h": F.lit(None).cast("bigint"),
     }
     defaults.update(overrides)
     return df.select(*[defaults[name].alias(name) for name in _TAGGED_COLUMNS])
+
+
+def three_way(tables: dict[str, DataFrame]) -> bool:
+    """Whether the snapshot holds the external core's journal (read_snapshot adds it only then)."""
+    return "core_journal" in tables
 
 
 def tag_sources(tables: dict[str, DataFrame]) -> DataFrame:
     """All message-level sources as one DataFrame, one row per source row."""
     money = {"ccy_h": hashed("currency"), "amount_cents": F.col("amount_cents")}
     dead = tables["dead_letters"].where(F.col("message_id").isNotNull())  # unparseable: nothing to match
-    return (
+    direct = F.col("source") == F.lit(st.AMQP_SOURCE)
+    tagged = (
         _tagged(tables["outbox"], SRC_OUTBOX, "accepted_at", expires_at=F.col("expires_at"), **money)
         .unionByName(_tagged(tables["ledger"], SRC_LEDGER, "booked_at", **money))
-        .unionByName(_tagged(tables["processed_messages"], SRC_PROCESSED, "processed_at"))
+        .unionByName(
+            _tagged(
+                tables["processed_messages"],
+                F.when(direct, SRC_DIRECT).otherwise(SRC_PROCESSED),
+                "processed_at",
+                # What a direct publish moved is known from its record alone (it has no outbox row).
+                ccy_h=F.when(direct, hashed("currency")),
+                amount_cents=F.when(direct, F.col("amount_cents")),
+                ref_h=hashed("core_transfer_id"),
+            )
+        )
         .unionByName(
             _tagged(
                 dead,
@@ -80,20 +103,30 @@ def tag_sources(tables: dict[str, DataFrame]) -> DataFrame:
             )
         )
     )
+    if three_way(tables):
+        core = tables["core_journal"].withColumn("correlation_id", F.lit(None).cast("string"))
+        tagged = tagged.unionByName(_tagged(core, SRC_CORE, "booked_at", ref_h=hashed("transfer_id"), **money))
+    return tagged
 
 
 def _count_where(cond: Column) -> Column:
     return F.sum(F.when(cond, 1).otherwise(0))
 
 
-def _per_message(tagged: DataFrame) -> DataFrame:
+def _per_message(tagged: DataFrame, as_of: datetime) -> DataFrame:
     src = F.col("src")
-    is_outbox, is_ledger, is_other = src == SRC_OUTBOX, src == SRC_LEDGER, src >= SRC_PROCESSED
+    is_outbox, is_ledger, is_direct, is_core = (src == SRC_OUTBOX, src == SRC_LEDGER, src == SRC_DIRECT,
+                                                src == SRC_CORE)  # fmt: skip
+    is_processed = is_direct | (src == SRC_PROCESSED)
+    is_other = is_processed | (src == SRC_DEAD_LETTER)
     terminal_dl = (src == SRC_DEAD_LETTER) & F.col("dl_terminal")
     is_expiry = F.col("reason_h") == F.xxhash64(F.lit(st.EXPIRED_REASON))
+    # The core books a transfer a moment after remit's record of it starts: a core row after the as-of time
+    # counts only for a payment remit recorded by then (see core_journal.py).
+    late = F.col("ts") > F.lit(as_of)
 
-    def outbox(col: str) -> Column:  # outbox rows are unique per message_id: max() just picks it
-        return F.max(F.when(is_outbox, F.col(col)))
+    def only(col: str, cond: Column) -> Column:  # rows unique per message and kind: max() just picks it
+        return F.max(F.when(cond, F.col(col)))
 
     def earliest(col: str, cond: Column) -> Column:
         return F.min_by(F.col(col), F.when(cond, F.col("ts")))
@@ -102,41 +135,54 @@ def _per_message(tagged: DataFrame) -> DataFrame:
         return F.max_by(F.col(col), F.when(cond, F.col("ts")))
 
     # Repartitioning on the key first lets the aggregate run on the reduce side only: a map-side partial
-    # aggregate would be work for nothing, since a message's rows come from different files.
+    # aggregate would be work for nothing, since a message's rows come from different files. message_id
+    # alone decides the partition (all of a message's rows meet there, whichever the tenant), which also
+    # satisfies the grouping by (tenant_id, message_id) without a second exchange.
     return (
         tagged.repartition("message_id")
-        .groupBy("message_id")
+        .groupBy("tenant_id", "message_id")
         .agg(
             _count_where(is_outbox).alias("n_outbox"),
+            _count_where(is_direct).alias("n_direct"),
             _count_where(is_ledger).alias("n_ledger"),
-            _count_where(src == SRC_PROCESSED).alias("n_processed"),
+            _count_where(is_processed).alias("n_processed"),
+            _count_where(is_processed & F.col("ref_h").isNotNull()).alias("n_remit_core"),
+            _count_where(is_core & ~late).alias("n_core"),
+            _count_where(is_core & late).alias("n_core_late"),
             _count_where(terminal_dl & is_expiry).alias("n_expired"),
             _count_where(terminal_dl & ~is_expiry).alias("n_dead"),
-            outbox("corr_h").alias("o_corr_h"),
-            outbox("tenant_h").alias("o_tenant_h"),
-            outbox("ccy_h").alias("o_ccy_h"),
-            outbox("amount_cents").alias("o_amount"),
-            outbox("expires_at").alias("o_expires"),
+            # What was accepted: the outbox row, else the direct publish's record.
+            F.coalesce(only("corr_h", is_outbox), only("corr_h", is_direct)).alias("o_corr_h"),
+            F.coalesce(only("ccy_h", is_outbox), only("ccy_h", is_direct)).alias("o_ccy_h"),
+            F.coalesce(only("amount_cents", is_outbox), only("amount_cents", is_direct)).alias("o_amount"),
+            only("expires_at", is_outbox).alias("o_expires"),
             F.min(F.when(is_ledger, F.col("amount_cents"))).alias("l_amount_min"),
             F.max(F.when(is_ledger, F.col("amount_cents"))).alias("l_amount_max"),
             F.min(F.when(is_ledger, F.col("ccy_h"))).alias("l_ccy_min"),
             F.max(F.when(is_ledger, F.col("ccy_h"))).alias("l_ccy_max"),
             # The earliest ledger row speaks for an unexpected message.
             earliest("corr_h", is_ledger).alias("l_corr_h"),
-            earliest("tenant_h", is_ledger).alias("l_tenant_h"),
             earliest("ccy_h", is_ledger).alias("l_ccy_h"),
             earliest("amount_cents", is_ledger).alias("l_amount"),
+            # The core's transfer (one per key) and the transfer id remit recorded for it.
+            only("amount_cents", is_core).alias("c_amount"),
+            only("ccy_h", is_core).alias("c_ccy_h"),
+            only("ref_h", is_core).alias("c_ref_h"),
+            only("ref_h", is_processed).alias("p_ref_h"),
             # The latest terminal dead letter gives the reason.
             latest("reason_h", terminal_dl & ~is_expiry).alias("dl_reason_h"),
             # Attribution for rows seen only in processed_messages / dead_letters: the latest of them.
             latest("corr_h", is_other).alias("x_corr_h"),
-            latest("tenant_h", is_other).alias("x_tenant_h"),
             latest("ccy_h", src == SRC_DEAD_LETTER).alias("x_ccy_h"),
         )
     )
 
 
-def _status(as_of: datetime, grace: timedelta) -> Column:
+def _core_present() -> Column:
+    return (F.col("n_core") > 0) | ((F.col("n_core_late") > 0) & (F.col("n_remit_core") > 0))
+
+
+def _status(as_of: datetime, grace: timedelta, with_core: bool) -> Column:
     """The precedence of statuses.py as one CASE expression (first match wins)."""
     n_ledger = F.col("n_ledger")
     out_amount, out_ccy = F.col("o_amount"), F.col("o_ccy_h")
@@ -146,33 +192,61 @@ def _status(as_of: datetime, grace: timedelta) -> Column:
         | (F.col("l_ccy_min") != out_ccy)
         | (F.col("l_ccy_max") != out_ccy)
     )
-    accepted = F.col("n_outbox") > 0
-    return (
-        F.when((n_ledger > 0) & ~accepted, F.lit(st.UNEXPECTED))
+    accepted = (F.col("n_outbox") > 0) | (F.col("n_direct") > 0)
+    recorded_in_core = F.col("n_remit_core") > 0  # remit's record names the external core's transfer
+    in_core = _core_present()
+    within_ttl = F.col("o_expires") > F.lit(as_of - grace)
+    terminal = (F.col("n_dead") > 0) | (F.col("n_expired") > 0)
+    # Booked in the core, not recorded by remit yet, but still inside its TTL with no record and no dead letter:
+    # the redelivery will ask the core and record its transfer (the in-doubt being resolved).
+    resolving = accepted & (F.col("n_processed") == 0) & ~terminal & within_ttl
+    status = (
+        F.when(((n_ledger > 0) | recorded_in_core) & ~accepted, F.lit(st.UNEXPECTED))
         .when((n_ledger > 0) & differs, F.lit(st.MISMATCH))
-        .when(n_ledger > 1, F.lit(st.DUPLICATE))
-        .when(n_ledger == 1, F.lit(st.PROCESSED))
+        # Twice in the ledger, or booked in the embedded ledger and in the core: money moved more than once.
+        # A ledger row whose record names the core's transfer is remit's copy of that transfer, not a second.
+        .when((n_ledger > 1) | ((n_ledger > 0) & in_core & ~recorded_in_core), F.lit(st.DUPLICATE))
+    )
+    if with_core:
+        core_differs = (
+            (F.col("c_amount") != out_amount) | (F.col("c_ccy_h") != out_ccy) | (F.col("c_ref_h") != F.col("p_ref_h"))
+        )
+        status = (
+            status.when(in_core & ~recorded_in_core & ~resolving, F.lit(st.CORE_ONLY))
+            .when(recorded_in_core & ~in_core, F.lit(st.REMIT_ONLY))
+            .when(recorded_in_core & core_differs, F.lit(st.CORE_MISMATCH))
+        )
+    return (
+        status.when((n_ledger == 1) | recorded_in_core, F.lit(st.PROCESSED))
         .when(~accepted, F.lit(None).cast("string"))  # never accepted, no money moved: not reconciled
         .when(F.col("n_dead") > 0, F.lit(st.DEAD_LETTERED))
         .when(F.col("n_expired") > 0, F.lit(st.EXPIRED))
         # An idempotency row means redeliveries are skipped: no money will ever move.
         .when(F.col("n_processed") > 0, F.lit(st.MISSING))
-        .when(F.col("o_expires") > F.lit(as_of - grace), F.lit(st.IN_FLIGHT))
+        .when(within_ttl, F.lit(st.IN_FLIGHT))
         .otherwise(F.lit(st.MISSING))
     )
 
 
 def classify_messages(tables: dict[str, DataFrame], as_of: datetime, grace: timedelta) -> DataFrame:
-    """One row per message_id: where it belongs (hashed batch, tenant, currency), amount, status, evidence."""
-    per_message = _per_message(tag_sources(tables)).withColumn("status", _status(as_of, grace))
+    """One row per (tenant_id, message_id): where it belongs (hashed batch, tenant, currency), how it came
+    (origin), amount, status, evidence."""
+    with_core = three_way(tables)
+    per_message = _per_message(tag_sources(tables), as_of).withColumn("status", _status(as_of, grace, with_core))
     status = F.col("status")
     return per_message.select(
+        "tenant_id",
         "message_id",
         F.coalesce("o_corr_h", "l_corr_h", "x_corr_h").alias("corr_h"),
-        F.coalesce("o_tenant_h", "l_tenant_h", "x_tenant_h").alias("tenant_h"),
-        F.coalesce("o_ccy_h", "l_ccy_h", "x_ccy_h").alias("ccy_h"),
+        hashed("tenant_id").alias("tenant_h"),
+        F.coalesce("o_ccy_h", "l_ccy_h", "c_ccy_h", "x_ccy_h").alias("ccy_h"),
         (F.col("n_outbox") > 0).alias("accepted"),
-        F.coalesce("o_amount", "l_amount", F.lit(0).cast("bigint")).alias("amount_cents"),
+        # How it was accepted: a batch (outbox row) or published directly over AMQP (its idempotency record).
+        F.when(F.col("n_outbox") > 0, F.lit(st.ORIGIN_FILE))
+        .when(F.col("n_direct") > 0, F.lit(st.ORIGIN_AMQP))
+        .alias("origin"),
+        _core_present().alias("in_core"),
+        F.coalesce("o_amount", "l_amount", "c_amount", F.lit(0).cast("bigint")).alias("amount_cents"),
         "status",
         F.when(status == st.DEAD_LETTERED, F.col("dl_reason_h"))
         .when(status == st.EXPIRED, F.xxhash64(F.lit(st.EXPIRED_REASON)))
@@ -185,4 +259,7 @@ def classify_messages(tables: dict[str, DataFrame], as_of: datetime, grace: time
         "o_amount",
         "o_ccy_h",
         "o_expires",
+        "c_amount",
+        "c_ccy_h",
+        (F.col("c_ref_h") != F.col("p_ref_h")).alias("ref_differs"),
     )

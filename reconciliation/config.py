@@ -1,11 +1,11 @@
-"""Run parameters and the parsing of what users type for them (as-of times, database URLs)."""
+"""Run parameters and the parsing of what users type for them (as-of times, database URLs). The job reads no
+environment of its own: its callers build a RunConfig (`remit reconcile` from remit's Settings, the
+spark-submit entry point from its arguments)."""
 
-import os
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
-DATABASE_URL_ENV: Final = "REMIT_DATABASE_URL"
 DEFAULT_GRACE_MINUTES: Final = 15
 # The nightly job reads every tenant's rows: it runs in row-level security's system scope.
 SYSTEM_SCOPE: Final = {"remit.scope": "system"}
@@ -18,21 +18,23 @@ class RunConfig:
     snapshot_dir: str
     grace: timedelta = timedelta(minutes=DEFAULT_GRACE_MINUTES)
     database_url: str | None = None  # SQLAlchemy or libpq form; None: nothing is recorded in PostgreSQL
+    core_url: str | None = None  # the external core's base URL: its journal is exported too (three-way)
+
+
+AS_OF_FORMS = "use an ISO 8601 time with a UTC offset (2025-05-02T00:00:00Z, 2025-05-02T00:00:00+10:00) or now"
 
 
 def parse_as_of(text: str) -> datetime:
     """ISO 8601 with an offset (or Z), or 'now'. A naive time is refused: nightly jobs cross DST."""
     if text.strip().lower() == "now":
         return datetime.now(UTC)
-    parsed = datetime.fromisoformat(text.strip())
+    try:
+        parsed = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(f"{text!r} is not a time remit reads: {AS_OF_FORMS}") from None
     if parsed.tzinfo is None:
-        raise ValueError(f"as-of time {text!r} has no UTC offset; write e.g. 2025-05-01T00:00:00Z")
+        raise ValueError(f"{text!r} has no UTC offset (nightly runs cross daylight saving): {AS_OF_FORMS}")
     return parsed.astimezone(UTC)
-
-
-def resolve_database_url(explicit: str | None) -> str | None:
-    """An explicit URL wins, then REMIT_DATABASE_URL; None when neither is set."""
-    return explicit or os.environ.get(DATABASE_URL_ENV) or None
 
 
 def libpq_dsn(url: str) -> str:

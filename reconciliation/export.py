@@ -19,6 +19,12 @@ from reconciliation.config import SYSTEM_SCOPE, libpq_dsn
 from reconciliation.snapshot import BATCH_TOTALS, INT64, TABLES, TIMESTAMP, SnapshotTable
 
 _CSV_BLOCK_BYTES = 16 << 20
+# Row-level security shows the system scope to remit_system alone: any other role bound by it would export
+# nothing, and an empty snapshot reconciles cleanly. Superusers and owners are not bound at all.
+_SEES_EVERY_TENANT = (
+    "SELECT NOT row_security_active('outbox') OR EXISTS "
+    "(SELECT FROM pg_roles WHERE rolname = 'remit_system' AND pg_has_role(current_user, oid, 'MEMBER'))"
+)
 
 
 def _select_expr(column: str, kind: str, qualifier: str) -> str:
@@ -71,6 +77,12 @@ async def export_snapshot(database_url: str, as_of: datetime, snapshot_dir: Path
     conn = await asyncpg.connect(libpq_dsn(database_url), server_settings=SYSTEM_SCOPE)
     try:
         async with conn.transaction(isolation="repeatable_read", readonly=True):
+            if not await conn.fetchval(_SEES_EVERY_TENANT):
+                user = await conn.fetchval("SELECT current_user")
+                raise PermissionError(
+                    f"reconciliation reads every tenant, which {user} cannot: connect as remit_system "
+                    "(REMIT_SYSTEM_DATABASE_URL or --database-url)"
+                )
             for table in TABLES:
                 csv_path = snapshot_dir / f".{table.name}.csv"
                 try:

@@ -26,19 +26,15 @@ import pyarrow.parquet as pq
 from rich.console import Console
 
 from reconciliation import statuses as st
-from reconciliation.classify import classify_messages
-from reconciliation.config import (
-    DEFAULT_GRACE_MINUTES,
-    RunConfig,
-    parse_as_of,
-    resolve_database_url,
-)
+from reconciliation.classify import classify_messages, three_way
+from reconciliation.config import DEFAULT_GRACE_MINUTES, RunConfig, parse_as_of
+from reconciliation.core_journal import export_core_journal
 from reconciliation.export import export_snapshot
 from reconciliation.names import resolve_names
 from reconciliation.record import RunTimes, record_failure, record_run, with_age
 from reconciliation.report import print_report, write_reports
 from reconciliation.result import ReconcileResult, split_result, wanted_hashes
-from reconciliation.snapshot import TABLES, read_snapshot
+from reconciliation.snapshot import CORE_JOURNAL, TABLES, read_snapshot
 from reconciliation.summary import summarize
 
 if TYPE_CHECKING:
@@ -84,7 +80,7 @@ def _size_shuffle(spark: "SparkSession", snapshot_dir: str) -> None:
 def _input_counts(tables: dict[str, "DataFrame"], snapshot_dir: str) -> dict[str, int]:
     """Rows per snapshot table: from Parquet footers when local, else a (metadata-only) Spark count."""
     counts: dict[str, int] = {}
-    for table in TABLES:
+    for table in (*TABLES, CORE_JOURNAL) if CORE_JOURNAL.name in tables else TABLES:
         path = table.path(Path(snapshot_dir))
         if path.is_file():
             counts[table.name] = pq.ParquetFile(path).metadata.num_rows
@@ -100,13 +96,20 @@ def reconcile(spark: "SparkSession", config: RunConfig) -> ReconcileResult:
     messages = classify_messages(tables, config.as_of, config.grace)
     raw = summarize(messages, tables["batch_totals"]).toArrow()
     names = resolve_names(tables, wanted_hashes(raw))
-    return split_result(raw, names, config.as_of, _input_counts(tables, config.snapshot_dir))
+    counts = _input_counts(tables, config.snapshot_dir)
+    return split_result(raw, names, config.as_of, counts, three_way(tables))
 
 
 def export(config: RunConfig) -> dict[str, int]:
+    """remit's tables, then (when a core is configured) the core's journal: the core commits a transfer before
+    remit records it, so read in this order every transfer remit's snapshot names is in the core's."""
     if config.database_url is None:
-        raise ValueError("exporting a snapshot needs a database URL (--database-url or REMIT_DATABASE_URL)")
-    return asyncio.run(export_snapshot(config.database_url, config.as_of, Path(config.snapshot_dir)))
+        raise ValueError("exporting a snapshot needs a database URL (--database-url)")
+    snapshot_dir = Path(config.snapshot_dir)
+    counts = asyncio.run(export_snapshot(config.database_url, config.as_of, snapshot_dir))
+    if config.core_url is not None:
+        counts.update(export_core_journal(config.core_url, config.as_of, config.grace, snapshot_dir))
+    return counts
 
 
 def finish(config: RunConfig, result: ReconcileResult, run_id: uuid.UUID, started_at: datetime) -> None:
@@ -136,14 +139,22 @@ def _parse_args(argv: list[str] | None) -> tuple[RunConfig, bool]:
     parser.add_argument("--out", required=True, help="report directory (summary.*, breaks.*, snapshot/)")
     parser.add_argument("--snapshot", help="reconcile this existing snapshot directory instead of exporting")
     parser.add_argument("--grace-minutes", type=int, default=DEFAULT_GRACE_MINUTES)
-    parser.add_argument("--database-url", help="PostgreSQL URL; default: env REMIT_DATABASE_URL")
+    parser.add_argument(
+        "--database-url",
+        help="PostgreSQL URL, as remit_system; needed to export a snapshot and to record the run",
+    )
+    parser.add_argument(
+        "--core-url",
+        help="the external core's base URL: its journal is compared too (three-way); none: the embedded ledger",
+    )
     args = parser.parse_args(argv)
     config = RunConfig(
         as_of=parse_as_of(args.as_of),
         out_dir=args.out,
         snapshot_dir=args.snapshot or f"{args.out.rstrip('/')}/snapshot",
         grace=timedelta(minutes=args.grace_minutes),
-        database_url=resolve_database_url(args.database_url),
+        database_url=args.database_url,
+        core_url=args.core_url,
     )
     return config, args.snapshot is None
 

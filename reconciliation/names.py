@@ -21,7 +21,8 @@ _SMALL = {
 _LARGE = {
     "outbox": ("correlation_id", "tenant_id", "currency"),
     "ledger": ("correlation_id", "tenant_id", "currency"),
-    "processed_messages": ("correlation_id", "tenant_id"),
+    "processed_messages": ("correlation_id", "tenant_id", "currency"),  # a direct publish's currency
+    "core_journal": ("tenant_id", "currency"),  # three-way runs only
 }
 
 
@@ -36,6 +37,7 @@ def _pairs(tables: dict[str, DataFrame], sources: dict[str, tuple[str, ...]]) ->
         .select(F.explode(F.array(*[F.struct(hashed(c).alias("h"), F.col(c).alias("name")) for c in cols])))
         .select("col.h", "col.name")
         for name, cols in sources.items()
+        if name in tables
     ]
     return reduce(DataFrame.unionByName, frames).where(F.col("name").isNotNull())
 

@@ -10,14 +10,20 @@ import pyarrow as pa
 from reconciliation import statuses as st
 from reconciliation.config import SYSTEM_SCOPE, libpq_dsn
 from reconciliation.result import BREAK_SCHEMA, SUMMARY_SCHEMA, ReconcileResult
-from reconciliation.snapshot import TABLES
+from reconciliation.snapshot import CORE_JOURNAL, TABLES
 
+# A break is a message, (tenant_id, message_id): another tenant's break of the same message_id is another's.
 _FIRST_SEEN_SQL = """
-SELECT b.message_id::text AS message_id, min(b.first_seen_at) AS first_seen_at
-FROM reconciliation_breaks b JOIN reconciliation_runs r ON r.run_id = b.run_id
-WHERE r.as_of <= $1 AND b.message_id = ANY($2::uuid[])
-GROUP BY b.message_id
+SELECT b.tenant_id, b.message_id::text AS message_id, min(b.first_seen_at) AS first_seen_at
+FROM reconciliation_breaks b
+JOIN reconciliation_runs r ON r.run_id = b.run_id
+JOIN unnest($2::text[], $3::uuid[]) AS k(tenant_id, message_id)
+  ON b.tenant_id = k.tenant_id AND b.message_id = k.message_id
+WHERE r.as_of <= $1
+GROUP BY b.tenant_id, b.message_id
 """
+
+MessageKey = tuple[str, str]  # (tenant_id, message_id)
 
 _BREAK_COLUMNS = (
     "run_id",
@@ -41,9 +47,13 @@ class RunTimes:
     grace: timedelta
 
 
-def with_age(breaks: pa.Table, as_of: datetime, first_seen: dict[str, datetime]) -> pa.Table:
+def _keys(breaks: pa.Table) -> list[MessageKey]:
+    return list(zip(breaks["tenant_id"].to_pylist(), breaks["message_id"].to_pylist(), strict=True))
+
+
+def with_age(breaks: pa.Table, as_of: datetime, first_seen: dict[MessageKey, datetime]) -> pa.Table:
     """Add first_seen_at and age_seconds; a break nobody saw before is first seen at this as-of time."""
-    seen = [first_seen.get(m, as_of) for m in breaks["message_id"].to_pylist()]
+    seen = [first_seen.get(key, as_of) for key in _keys(breaks)]
     ages = [int((as_of - s).total_seconds()) for s in seen]
     return breaks.append_column("first_seen_at", pa.array(seen, pa.timestamp("us", tz="UTC"))).append_column(
         "age_seconds", pa.array(ages, pa.int64())
@@ -51,7 +61,8 @@ def with_age(breaks: pa.Table, as_of: datetime, first_seen: dict[str, datetime])
 
 
 def _run_row(result: ReconcileResult, times: RunTimes, outcome: str, error: str | None) -> dict[str, object]:
-    counts = {f"{t.name}_rows": result.input_counts.get(t.name, 0) for t in TABLES}
+    counts: dict[str, int | None] = {f"{t.name}_rows": result.input_counts.get(t.name, 0) for t in TABLES}
+    counts["core_journal_rows"] = result.input_counts.get(CORE_JOURNAL.name, 0) if result.three_way else None
     return {
         "run_id": times.run_id,
         "as_of": result.as_of,
@@ -80,9 +91,10 @@ async def record_run(database_url: str, result: ReconcileResult, times: RunTimes
     conn = await asyncpg.connect(libpq_dsn(database_url), server_settings=SYSTEM_SCOPE)
     try:
         async with conn.transaction():
-            ids = result.breaks["message_id"].to_pylist()
-            rows = await conn.fetch(_FIRST_SEEN_SQL, result.as_of, ids)
-            aged = with_age(result.breaks, result.as_of, {r["message_id"]: r["first_seen_at"] for r in rows})
+            tenants, ids = result.breaks["tenant_id"].to_pylist(), result.breaks["message_id"].to_pylist()
+            rows = await conn.fetch(_FIRST_SEEN_SQL, result.as_of, tenants, ids)
+            seen = {(r["tenant_id"], r["message_id"]): r["first_seen_at"] for r in rows}
+            aged = with_age(result.breaks, result.as_of, seen)
             await _insert_run(conn, _run_row(result, times, result.result, None))
             records = [
                 (times.run_id, uuid.UUID(b["message_id"]), b["correlation_id"], b["tenant_id"], b["currency"],

@@ -27,9 +27,17 @@ def write_reports(result: ReconcileResult, breaks: pa.Table, out_dir: Path) -> N
     write_table(breaks, out_dir, "breaks")
 
 
+_COLUMNS = ("batch", "ccy", "accepted", "accepted cents", "over amqp", "processed", "dead_lettered", "expired",
+            "in_flight")  # fmt: skip
+# Three-way runs: booked in both, and the three kinds of break between remit and the core.
+_CORE_COLUMNS = {"core booked": "core_booked_count", "core only": "core_only_count",
+                 "remit only": "remit_only_count", "core mismatch": "core_mismatch_count"}  # fmt: skip
+
+
 def _summary_table(result: ReconcileResult) -> Table:
     table = Table(title=f"Reconciliation as of {result.as_of.isoformat()}", show_lines=False)
-    for name in ("batch", "ccy", "accepted", "accepted cents", "processed", "dead_lettered", "expired", "in_flight"):
+    core_columns = _CORE_COLUMNS if result.three_way else {}
+    for name in (*_COLUMNS, *core_columns):
         table.add_column(name, justify="left" if name in ("batch", "ccy") else "right")
     table.add_column("breaks", justify="right")
     table.add_column("state")
@@ -37,15 +45,12 @@ def _summary_table(result: ReconcileResult) -> Table:
     rows = sorted(result.summary.to_pylist(), key=lambda r: -st.BATCH_STATES.index(r["state"]))
     for row in rows[:MAX_ROWS_SHOWN]:
         state = row["state"]
+        counts = ("accepted_count", "accepted_cents", "amqp_count", "processed_count", "dead_lettered_count",
+                  "expired_count", "in_flight_count", *core_columns.values())  # fmt: skip
         table.add_row(
             str(row["correlation_id"]),
             str(row["currency"]),
-            f"{row['accepted_count']:,}",
-            f"{row['accepted_cents']:,}",
-            f"{row['processed_count']:,}",
-            f"{row['dead_lettered_count']:,}",
-            f"{row['expired_count']:,}",
-            f"{row['in_flight_count']:,}",
+            *[f"{row[c]:,}" for c in counts],
             f"{row['break_count']:,}" + ("" if row["totals_ok"] else " +totals"),
             f"[{_STATE_STYLE[state]}]{state}[/]",
         )
@@ -62,5 +67,18 @@ def print_report(console: Console, result: ReconcileResult, out_dir: Path) -> No
         f"{result.breaks.num_rows:,} breaks; batches: {result.batches_in(st.BREAKS):,} with breaks, "
         f"{result.batches_in(st.PENDING):,} pending; reports in {out_dir}"
     )
+    if result.three_way:
+        core_rows = result.input_counts.get("core_journal", 0)
+        foreign = result.input_counts.get("core_journal_foreign", 0)
+        awaited = result.input_counts.get("core_journal_awaited", 0)
+        console.print(
+            f"core journal: {core_rows:,} transfers of remit's compared"
+            + (f", {foreign:,} of other channels left out" if foreign else "")
+        )
+        if awaited:
+            console.print(
+                f"[yellow]{awaited:,} transfers remit recorded were still held back by the core's export (a long "
+                "transaction on its database server): reported as remit_only; rerun later[/]"
+            )
     if outcome == st.PENDING:
         console.print("[yellow]PENDING: messages still inside TTL + grace; rerun later to close them.[/]")

@@ -27,6 +27,12 @@ _COUNTERS = (
     "accepted_cents",
     *[f"{s}_{kind}" for s in st.STATUSES for kind in ("count", "cents")],
     "unmatched_count",
+    # Of the accepted: those published directly over AMQP (no batch file, so no control totals).
+    "amqp_count",
+    "amqp_cents",
+    # Of the processed: those whose transfer the core's journal holds too (three-way runs).
+    "core_booked_count",
+    "core_booked_cents",
 )
 _OPTIONAL = ("totals_accepted_count", "totals_accepted_cents", "control_count", "control_cents")
 SUMMARY_SCHEMA = pa.schema(
@@ -38,6 +44,13 @@ _NAME_COLUMNS = (("corr_h", "correlation_id"), ("tenant_h", "tenant_id"), ("ccy_
 
 Group = dict[str, Any]
 Key = tuple[int | None, int | None, int | None]
+# A batch is its correlation_id within its tenant: rows of another tenant that name the same batch id (a
+# direct publisher chooses it freely) are that tenant's and never change this batch's state.
+BatchKey = tuple[str | None, str | None]
+
+
+def _batch_keys(rows: list[dict[str, Any]]) -> list[BatchKey]:
+    return [(r["correlation_id"], r["tenant_id"]) for r in rows]
 
 
 @dataclass(frozen=True)
@@ -46,6 +59,7 @@ class ReconcileResult:
     summary: pa.Table  # SUMMARY_SCHEMA: one row per correlation_id x tenant_id x currency
     breaks: pa.Table  # BREAK_SCHEMA: one row per broken message
     input_counts: dict[str, int] = field(default_factory=dict)
+    three_way: bool = False  # the core's journal was compared too
 
     @property
     def result(self) -> str:
@@ -56,14 +70,15 @@ class ReconcileResult:
         return sum(pc.sum(self.summary.column(f"{s}_count")).as_py() or 0 for s in st.STATUSES)
 
     def batches_in(self, state: str) -> int:
-        pairs = zip(self.summary["correlation_id"].to_pylist(), self.summary["batch_state"].to_pylist(), strict=True)
-        return sum(1 for s in dict(pairs).values() if s == state)
+        rows = self.summary.to_pylist()
+        batch_states = {batch: r["batch_state"] for r, batch in zip(rows, _batch_keys(rows), strict=True)}
+        return sum(1 for s in batch_states.values() if s == state)
 
 
 def wanted_hashes(raw: pa.Table) -> set[int]:
     """Every name hash the raw Spark rows refer to (group keys and break evidence)."""
     hashes: set[int] = set()
-    for col in ("corr_h", "tenant_h", "ccy_h", "l_ccy_h", "o_ccy_h"):
+    for col in ("corr_h", "tenant_h", "ccy_h", "l_ccy_h", "o_ccy_h", "c_ccy_h"):
         hashes.update(h for h in raw[col].to_pylist() if h is not None)
     return hashes
 
@@ -79,7 +94,20 @@ def _detail(b: dict[str, Any], names: dict[int, str]) -> str:
             f"first {b['l_amount']} {names.get(b['l_ccy_h'])}"
         )
     if status == st.DUPLICATE:
+        if b["c_amount"] is not None or b["ref_differs"] is not None:
+            return f"{b['n_ledger']} ledger row(s) and a transfer in the core for one message"
         return f"{b['n_ledger']} ledger rows for one message"
+    if status == st.CORE_ONLY:
+        return (
+            f"core transfer {b['c_amount']} {names.get(b['c_ccy_h'])}; remit has no record of it "
+            "(an unknown outcome never resolved, or a key remit never accepted)"
+        )
+    if status == st.REMIT_ONLY:
+        amount = f"{b['o_amount']} {names.get(b['o_ccy_h'])}"
+        return f"remit recorded a core transfer for {amount}; the core's journal has none"
+    if status == st.CORE_MISMATCH:
+        ids = "; transfer ids differ" if b["ref_differs"] else ""
+        return f"remit {b['o_amount']} {names.get(b['o_ccy_h'])}; core {b['c_amount']} {names.get(b['c_ccy_h'])}{ids}"
     if b["n_processed"]:
         return "idempotency record without ledger row or dead letter"
     return f"no terminal state; expired {b['o_expires']:%Y-%m-%dT%H:%M:%SZ}"
@@ -97,18 +125,26 @@ def _add(group: Group, row: dict[str, Any]) -> None:
         return
     group[f"{status}_count"] += n
     group[f"{status}_cents"] += cents
-    if status != st.UNEXPECTED:
+    if row["origin"] is not None:
         group["accepted_count"] += n
         group["accepted_cents"] += cents
+    if row["origin"] == st.ORIGIN_AMQP:
+        group["amqp_count"] += n
+        group["amqp_cents"] += cents
+    if row["in_core"] and status == st.PROCESSED:
+        group["core_booked_count"] += n
+        group["core_booked_cents"] += cents
 
 
 def _totals_ok(g: Group) -> bool:
-    """The file's control totals, the accepted totals and the accepted messages must all agree."""
+    """The file's control totals, the accepted totals and the messages accepted from files must all agree
+    (direct publishes came in no file: no totals speak for them)."""
+    from_files = (g["accepted_count"] - g["amqp_count"], g["accepted_cents"] - g["amqp_cents"])
     if g["totals_rows"] == 0:
-        return bool(g["accepted_count"] == 0)  # fine only where nothing was accepted
+        return bool(from_files[0] == 0)  # fine only where no file's message was accepted
     t_count, t_cents = g["totals_accepted_count"], g["totals_accepted_cents"]
     return bool(
-        (t_count, t_cents) == (g["accepted_count"], g["accepted_cents"])
+        (t_count, t_cents) == from_files
         and g["control_count"] in (None, t_count)
         and g["control_cents"] in (None, t_cents)
     )
@@ -126,7 +162,7 @@ def _name(names: dict[int, str], h: int | None) -> str | None:
 
 
 def split_result(
-    raw: pa.Table, names: dict[int, str], as_of: datetime, input_counts: dict[str, int]
+    raw: pa.Table, names: dict[int, str], as_of: datetime, input_counts: dict[str, int], three_way: bool = False
 ) -> ReconcileResult:
     groups: dict[Key, Group] = defaultdict(lambda: dict.fromkeys((*_COUNTERS, "totals_rows"), 0))
     breaks = []
@@ -141,12 +177,13 @@ def split_result(
     for key, g in groups.items():
         _finish(g)
         rows.append({name: _name(names, h) for h, (_, name) in zip(key, _NAME_COLUMNS, strict=True)} | g)
-    worst: dict[str | None, str] = {}
-    for r in rows:  # a batch is as bad as its worst currency
-        worst[r["correlation_id"]] = st.worst_state([worst.get(r["correlation_id"], st.RECONCILED), r["state"]])
-    for r in rows:
-        r["batch_state"] = worst[r["correlation_id"]]
+    worst: dict[BatchKey, str] = {}
+    for r, batch in zip(rows, _batch_keys(rows), strict=True):  # a batch is as bad as its worst currency
+        worst[batch] = st.worst_state([worst.get(batch, st.RECONCILED), r["state"]])
+    for r, batch in zip(rows, _batch_keys(rows), strict=True):
+        r["batch_state"] = worst[batch]
     order = [("correlation_id", "ascending"), ("currency", "ascending")]
     summary = pa.Table.from_pylist(rows, schema=SUMMARY_SCHEMA).sort_by(order)
-    detail = pa.Table.from_pylist(breaks, schema=BREAK_SCHEMA).sort_by([*order[:1], ("message_id", "ascending")])
-    return ReconcileResult(as_of=as_of, summary=summary, breaks=detail, input_counts=input_counts)
+    by_message = [("tenant_id", "ascending"), ("message_id", "ascending")]
+    detail = pa.Table.from_pylist(breaks, schema=BREAK_SCHEMA).sort_by([*order[:1], *by_message])
+    return ReconcileResult(as_of, summary, detail, input_counts, three_way)

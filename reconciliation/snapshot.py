@@ -81,6 +81,12 @@ PROCESSED_MESSAGES: Final = SnapshotTable(
         ("tenant_id", STRING),
         ("correlation_id", STRING),
         ("processed_at", TIMESTAMP),
+        # An external core's id of the transfer (0014); NULL when the embedded ledger booked it.
+        ("core_transfer_id", STRING),
+        # 'amqp' for a payment published directly (no outbox row), with what it moved (0016).
+        ("source", STRING),
+        ("amount_cents", INT64),
+        ("currency", STRING),
     ),
     "processed_at",
 )
@@ -114,9 +120,40 @@ DEAD_LETTERS: Final = SnapshotTable(
 
 TABLES: Final = (BATCHES, BATCH_TOTALS, OUTBOX, PROCESSED_MESSAGES, LEDGER, DEAD_LETTERS)
 
+# The external core's booked transfers (its GET /journal), written by core_journal.py when a core is configured.
+# Only keys of remit's form `<tenant_id>:<message_id>` are kept; booked_at is the core's.
+CORE_JOURNAL: Final = SnapshotTable(
+    "core_journal",
+    (
+        ("tenant_id", STRING),
+        ("message_id", STRING),
+        ("transfer_id", STRING),
+        ("amount_cents", INT64),
+        ("currency", STRING),
+        ("booked_at", TIMESTAMP),
+    ),
+    "booked_at",
+)
+
 
 def read_snapshot(spark: "SparkSession", snapshot_dir: str) -> dict[str, "DataFrame"]:
-    """Read every snapshot table with its declared schema (no inference, so a drifted file fails loudly)."""
+    """Read every snapshot table with its declared schema (no inference, so a drifted file fails loudly);
+    `core_journal` only when the snapshot has one (a three-way run). Columns a file predates read as null."""
     # Plain string joins keep remote URIs (hdfs://, s3a://) intact, which pathlib would mangle.
     base = snapshot_dir.rstrip("/")
-    return {t.name: spark.read.schema(t.spark_ddl()).parquet(f"{base}/{t.name}.parquet") for t in TABLES}
+    tables = {t.name: spark.read.schema(t.spark_ddl()).parquet(f"{base}/{t.name}.parquet") for t in TABLES}
+    if has_core_journal(spark, snapshot_dir):
+        tables[CORE_JOURNAL.name] = spark.read.schema(CORE_JOURNAL.spark_ddl()).parquet(
+            f"{base}/{CORE_JOURNAL.name}.parquet"
+        )
+    return tables
+
+
+def has_core_journal(spark: "SparkSession", snapshot_dir: str) -> bool:
+    local = Path(snapshot_dir)
+    if local.is_dir():
+        return CORE_JOURNAL.path(local).is_file()
+    # Remote storage (hdfs://, s3a://): ask Hadoop's file system, as Spark itself would.
+    jvm = spark.sparkContext._jvm
+    path = jvm.org.apache.hadoop.fs.Path(f"{snapshot_dir.rstrip('/')}/{CORE_JOURNAL.name}.parquet")  # type: ignore[union-attr]
+    return bool(path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).exists(path))

@@ -12,8 +12,25 @@ EXPIRED: Final = "expired"  # a terminal dead letter with reason expired
 IN_FLIGHT: Final = "in_flight"  # no terminal state yet, still inside TTL + grace
 MISSING: Final = "missing"  # no terminal state and past TTL + grace (or idempotency row without money)
 
-STATUSES: Final = (UNEXPECTED, MISMATCH, DUPLICATE, PROCESSED, DEAD_LETTERED, EXPIRED, IN_FLIGHT, MISSING)
-BREAK_STATUSES: Final = (UNEXPECTED, MISMATCH, DUPLICATE, MISSING)
+# Three-way statuses: only when the run read the core's journal (an external core; docs/reconciliation.md).
+CORE_ONLY: Final = "core_only"  # a transfer in the core's journal that remit never recorded (in-doubt unresolved)
+REMIT_ONLY: Final = "remit_only"  # remit recorded the core's transfer; the core's journal has none
+CORE_MISMATCH: Final = "core_mismatch"  # both have it, but amount, currency or transfer id differ
+
+STATUSES: Final = (
+    UNEXPECTED,
+    MISMATCH,
+    DUPLICATE,
+    CORE_ONLY,
+    REMIT_ONLY,
+    CORE_MISMATCH,
+    PROCESSED,
+    DEAD_LETTERED,
+    EXPIRED,
+    IN_FLIGHT,
+    MISSING,
+)
+BREAK_STATUSES: Final = (UNEXPECTED, MISMATCH, DUPLICATE, CORE_ONLY, REMIT_ONLY, CORE_MISMATCH, MISSING)
 TERMINAL_STATUSES: Final = (PROCESSED, DEAD_LETTERED, EXPIRED)
 
 # Batch states, ordered by severity so the worst currency decides the batch.
@@ -25,6 +42,11 @@ BATCH_STATES: Final = (RECONCILED, PENDING, BREAKS)
 # Dead letters in this state went back to the queue: they are not a terminal state by themselves.
 REPLAYED_DL_STATUS: Final = "replayed"
 EXPIRED_REASON: Final = "expired"
+# processed_messages.source of a payment published directly over AMQP (no outbox row; migration 0016).
+AMQP_SOURCE: Final = "amqp"
+# How an accepted message came: a batch file (its outbox row) or a direct publish over AMQP.
+ORIGIN_FILE: Final = "file"
+ORIGIN_AMQP: Final = "amqp"
 
 EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1

@@ -1,10 +1,10 @@
 """Batch x currency level, Spark side: the per-message rows collapsed to a few rows per group.
 
 One hash aggregate (fixed-width buffers, partial aggregation before the shuffle) groups by
-batch x tenant x currency x status; a broken message keeps its own row (its message_id joins the key),
-so the same action yields the summary and the break detail. batch_totals rows join the same group-by
-as tagged rows instead of through a join. The pivot to one row per group happens on the driver
-(result.py), on a few rows per batch.
+batch x tenant x currency x status; a broken message keeps its own row (its message_id joins the key,
+next to its tenant), so the same action yields the summary and the break detail. batch_totals rows
+join the same group-by as tagged rows instead of through a join. The pivot to one row per group
+happens on the driver (result.py), on a few rows per batch.
 """
 
 from pyspark.sql import DataFrame
@@ -14,9 +14,22 @@ from reconciliation import statuses as st
 from reconciliation.classify import hashed
 
 # Per broken message, what the driver needs to write its detail line (see result.py).
-BREAK_EVIDENCE = ("n_ledger", "n_processed", "l_amount", "l_ccy_h", "o_amount", "o_ccy_h", "o_expires")
+BREAK_EVIDENCE = (
+    "n_ledger",
+    "n_processed",
+    "l_amount",
+    "l_ccy_h",
+    "o_amount",
+    "o_ccy_h",
+    "o_expires",
+    "c_amount",
+    "c_ccy_h",
+    "ref_differs",
+)
 TOTALS = ("totals_accepted_count", "totals_accepted_cents", "control_count", "control_cents")
-GROUP_KEYS = ("corr_h", "tenant_h", "ccy_h", "status", "is_totals", "break_id")
+# origin (file or amqp) and in_core (the core's journal has its transfer) split a group's rows by how its
+# messages came and whether the core booked them: a few rows more per batch, no new shuffle.
+GROUP_KEYS = ("corr_h", "tenant_h", "ccy_h", "status", "origin", "in_core", "is_totals", "break_id")
 
 
 def _message_rows(messages: DataFrame) -> DataFrame:
@@ -26,6 +39,8 @@ def _message_rows(messages: DataFrame) -> DataFrame:
         "tenant_h",
         "ccy_h",
         "status",
+        "origin",
+        "in_core",
         F.lit(False).alias("is_totals"),
         F.when(is_break, F.col("message_id")).alias("break_id"),
         "amount_cents",

@@ -42,3 +42,13 @@ if ! mgmt_ok; then
     missing "the RabbitMQ management API (port 15672)"
   fi
 fi
+
+# The broker's own limits (scripts/rabbitmq-remit.conf). A local broker gets them at run time: they hold for
+# channels opened from then on (observed on 3.10), so start long-lived publishers after this; a broker
+# restarted without this script forgets them. Needs rabbitmqctl (root or the rabbitmq user).
+max_message_size="$(sed -n 's/^max_message_size *= *//p' "$(dirname "$0")/rabbitmq-remit.conf")"
+if command -v rabbitmqctl >/dev/null && rabbitmqctl -q status >/dev/null 2>&1; then
+  rabbitmqctl -q eval "application:set_env(rabbit, max_message_size, ${max_message_size})." >/dev/null
+else
+  echo "remit: could not set RabbitMQ's max_message_size to ${max_message_size} (no local rabbitmqctl); set it in rabbitmq.conf." >&2
+fi

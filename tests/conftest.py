@@ -4,21 +4,27 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from aio_pika.abc import AbstractChannel, AbstractRobustConnection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.bootstrap import uow_factory_for
+from app.messaging.connection import connect, publisher_channel
+from app.messaging.topology import Topology, declare_topology
+from app.resources import uow_factory_for
 from app.settings import Settings
 from app.storage.engine import make_engine
 from app.storage.migrations import upgrade_to_head
 from app.storage.unit_of_work import UnitOfWorkFactory
 from tests.utils.services import (
     ServiceEnv,
+    ServiceProcess,
     app_database_url,
     create_database,
     create_vhost,
     delete_vhost,
     drop_database,
+    system_database_url,
 )
+from tests.utils.tenant_users import TenantUsers
 from tests.utils.world import Routing
 
 
@@ -66,8 +72,54 @@ def uow_factory(engine: AsyncEngine) -> UnitOfWorkFactory:
     return uow_factory_for(engine)
 
 
+@pytest.fixture(scope="session")
+async def app_engine(database_url: str) -> AsyncIterator[AsyncEngine]:
+    """The database as tenant-scoped code sees it: as remit_app."""
+    eng = make_engine(app_database_url(database_url), pool_size=2)
+    yield eng
+    await eng.dispose()
+
+
+@pytest.fixture(scope="session")
+async def system_engine(database_url: str) -> AsyncIterator[AsyncEngine]:
+    """The database as the relay, the archiver and operators see it: as remit_system."""
+    eng = make_engine(system_database_url(database_url), pool_size=2)
+    yield eng
+    await eng.dispose()
+
+
 @pytest.fixture
 def logs_dir(tmp_path: Path) -> Path:
     path = tmp_path / "logs"
     path.mkdir()
     return path
+
+
+@pytest.fixture
+async def amqp(settings: Settings) -> AsyncIterator[AbstractRobustConnection]:
+    connection = await connect(settings.amqp_url, "remit-tests")
+    yield connection
+    await connection.close()
+
+
+@pytest.fixture
+async def channel(amqp: AbstractRobustConnection, settings: Settings) -> AbstractChannel:
+    chan = await publisher_channel(amqp)
+    await declare_topology(chan, Topology.from_settings(settings))
+    return chan
+
+
+@pytest.fixture
+def consumer(service_env: ServiceEnv, logs_dir: Path) -> Iterator[ServiceProcess]:
+    """The consumer as a real process against this test's vhost and database."""
+    process = ServiceProcess.consumer(service_env.env(), logs_dir / "consumer.log")
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def tenant_users(settings: Settings, vhost: str) -> Iterator[TenantUsers]:
+    """Tenants' own RabbitMQ users in this test's vhost (direct publishers), removed after the test."""
+    users = TenantUsers(settings.amqp_url, vhost)
+    yield users
+    users.remove_all()

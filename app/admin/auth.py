@@ -2,13 +2,18 @@
 
 from typing import Annotated, cast
 
-from fastapi import Depends, Header, HTTPException, Request, status
+from fastapi import Depends, HTTPException, Request, status
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from app.admin.api_keys import authenticate
 from app.admin.caller import Caller
 from app.admin.services import AdminServices
+from app.errors import Forbidden
 
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="remit"'}
+# Declared as security schemes so that OpenAPI (and Swagger UI's Authorize button) knows the two ways in.
+_BEARER = HTTPBearer(auto_error=False, scheme_name="bearer", description="`Authorization: Bearer rk_...`")
+_API_KEY = APIKeyHeader(name="X-API-Key", auto_error=False, scheme_name="apiKey", description="`X-API-Key: rk_...`")
 
 
 def get_services(request: Request) -> AdminServices:
@@ -18,27 +23,17 @@ def get_services(request: Request) -> AdminServices:
 Services = Annotated[AdminServices, Depends(get_services)]
 
 
-def presented_key(authorization: str | None, x_api_key: str | None) -> str | None:
-    if x_api_key:
-        return x_api_key
-    if authorization:
-        scheme, _, value = authorization.partition(" ")
-        if scheme.lower() == "bearer" and value.strip():
-            return value.strip()
-    return None
-
-
 async def api_caller(
     services: Services,
-    authorization: Annotated[str | None, Header()] = None,
-    x_api_key: Annotated[str | None, Header()] = None,
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)],
+    x_api_key: Annotated[str | None, Depends(_API_KEY)],
 ) -> Caller:
     """`Authorization: Bearer rk_...` or `X-API-Key: rk_...`; 401 when missing, unknown, wrong or revoked
     (one answer for all, so a caller cannot tell a revoked key from a made-up one)."""
-    key = presented_key(authorization, x_api_key)
-    if key is None:
+    key = x_api_key or (bearer.credentials.strip() if bearer else None)
+    if not key:
         raise HTTPException(status.HTTP_401_UNAUTHORIZED, "an API key is required", headers=_CHALLENGE)
-    caller = await authenticate(services.keys_uow, key)
+    caller = await authenticate(services.system_uow, key)
     if caller is None:
         raise HTTPException(status.HTTP_401_UNAUTHORIZED, "the API key is not valid", headers=_CHALLENGE)
     return caller
@@ -50,7 +45,7 @@ ApiCaller = Annotated[Caller, Depends(api_caller)]
 def tenant_only(caller: ApiCaller) -> Caller:
     """Endpoints that act as a tenant (submitting payments): an admin key is not a tenant."""
     if caller.is_admin:
-        raise HTTPException(status.HTTP_403_FORBIDDEN, "admin keys cannot submit batches: use the tenant's own API key")
+        raise Forbidden("admin keys cannot submit batches: use the tenant's own API key")
     return caller
 
 

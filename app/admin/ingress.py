@@ -1,74 +1,117 @@
-"""Bulk files over HTTP: read the upload (multipart or a raw CSV / JSON Lines body) within a size limit,
-and hand it to submit_batch as the caller's tenant. The tenant never comes from the request."""
+"""Bank files over HTTP: receive the upload (multipart, or a raw body with a media type remit reads) into a
+short-lived file within a size limit, and hand it to submit_batch as the caller's tenant. The tenant never
+comes from the request; the format comes from the `format` parameter, a raw body's media type, or the
+file's content."""
 
 import asyncio
 import re
+import shutil
 import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from fastapi import HTTPException, Request, status
 from starlette.datastructures import UploadFile
 
 from app.admin.caller import Caller
 from app.admin.services import AdminServices
+from app.bankfiles.formats import BankFormat, parse_format
 from app.publisher.accept import submit_batch
 from app.publisher.commands import BatchAccepted, SubmitBatch
 
-RAW_TYPES = {
-    "text/csv": ".csv",
-    "application/x-ndjson": ".jsonl",
-    "application/jsonl": ".jsonl",
-    "application/x-jsonlines": ".jsonl",
+# A raw body's media type: remit's own formats name theirs; XML is pain.001 (its version told by its
+# root element's namespace); ABA has no media type of its own, so text/plain and octet-stream are read by
+# content.
+RAW_TYPES: dict[str, BankFormat | None] = {
+    "text/csv": BankFormat.CSV,
+    "application/x-ndjson": BankFormat.JSONL,
+    "application/jsonl": BankFormat.JSONL,
+    "application/x-jsonlines": BankFormat.JSONL,
+    "application/xml": None,
+    "text/xml": None,
+    "text/plain": None,
+    "application/octet-stream": None,
 }
+MULTIPART_OVERHEAD = 64 * 1024  # boundaries and headers around the file part
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_COPY_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
 class Upload:
-    name: str  # kept as the batch's source_name; its suffix says CSV or JSON Lines
-    data: bytes
+    name: str  # kept as the batch's source_name
+    path: Path  # the received bytes under that name, removed when the request is done
+    bank_format: str | None  # None: told by the content
 
 
-async def read_upload(request: Request, max_bytes: int, filename: str | None) -> Upload:
+@asynccontextmanager
+async def received_upload(
+    request: Request, max_bytes: int, filename: str | None, bank_format: str | None
+) -> AsyncIterator[Upload]:
+    named = parse_format(bank_format).value if bank_format else None
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if media_type == "multipart/form-data":
-        return await _multipart(request, max_bytes)
-    if media_type in RAW_TYPES:
-        name = safe_name(filename or f"upload{RAW_TYPES[media_type]}", RAW_TYPES[media_type])
-        return Upload(name, await _raw_body(request, max_bytes))
-    raise HTTPException(
-        status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,
-        "send multipart/form-data with a 'file' part, or a text/csv or application/x-ndjson body",
-    )
+    if media_type != "multipart/form-data" and media_type not in RAW_TYPES:
+        raise HTTPException(
+            status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,
+            "send multipart/form-data with a 'file' part, or the file as the body with one of these media "
+            f"types: {', '.join(RAW_TYPES)}",
+        )
+    with tempfile.TemporaryDirectory(prefix="remit-upload-") as folder:
+        if media_type == "multipart/form-data":
+            path, form_format = await _multipart(request, max_bytes, Path(folder))
+            named = named or (parse_format(form_format).value if form_format else None)
+        else:
+            path = Path(folder) / safe_name(filename or "upload")
+            await _raw_body(request, max_bytes, path)
+            found = RAW_TYPES[media_type]
+            named = named or (found.value if found else None)
+        yield Upload(path.name, path, named)
 
 
-def safe_name(name: str, default_suffix: str) -> str:
-    """A plain file name (no path) for the temporary copy; keeps a .csv/.jsonl suffix if it has one."""
-    base = _UNSAFE.sub("_", Path(name).name).strip("._")[:100] or "upload"
-    return base if Path(base).suffix.lower() in {".csv", ".jsonl", ".ndjson"} else base + default_suffix
+def safe_name(name: str) -> str:
+    """A plain file name (no path, no odd characters) to keep as the batch's source_name."""
+    return _UNSAFE.sub("_", Path(name).name).strip("._")[:100] or "upload"
 
 
-async def _multipart(request: Request, max_bytes: int) -> Upload:
+async def _multipart(request: Request, max_bytes: int, folder: Path) -> tuple[Path, str | None]:
+    """The file part saved into the folder, and the form's `format` field."""
+    length = request.headers.get("content-length", "")
+    if length.isdigit() and int(length) > max_bytes + MULTIPART_OVERHEAD:
+        raise _too_large(max_bytes)
     async with request.form(max_files=1, max_fields=10) as form:
         part = form.get("file")
         if not isinstance(part, UploadFile):
             raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "the multipart body needs a 'file' part")
-        if part.size is not None and part.size > max_bytes:
-            raise _too_large(max_bytes)
-        data = await part.read()
-        suffix = RAW_TYPES.get((part.content_type or "").lower(), ".csv")
-        return Upload(safe_name(part.filename or "upload", suffix), data)
+        form_format = form.get("format")
+        return await save_part(part, folder, max_bytes), form_format if isinstance(form_format, str) else None
 
 
-async def _raw_body(request: Request, max_bytes: int) -> bytes:
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > max_bytes:
-            raise _too_large(max_bytes)
-        chunks.append(chunk)
-    return b"".join(chunks)
+async def save_part(part: UploadFile, folder: Path, max_bytes: int) -> Path:
+    """A multipart file part (which starlette has spooled) copied into the folder under its own name, made safe."""
+    if part.size is not None and part.size > max_bytes:
+        raise _too_large(max_bytes)
+    path = folder / safe_name(part.filename or "upload")
+    await asyncio.to_thread(_copy, part.file, path)
+    return path
+
+
+def _copy(source: BinaryIO, path: Path) -> None:
+    source.seek(0)
+    with path.open("wb") as out:
+        shutil.copyfileobj(source, out, _COPY_BYTES)
+
+
+async def _raw_body(request: Request, max_bytes: int, path: Path) -> None:
+    size = 0
+    with path.open("wb") as out:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > max_bytes:
+                raise _too_large(max_bytes)
+            out.write(chunk)
 
 
 def _too_large(max_bytes: int) -> HTTPException:
@@ -77,9 +120,5 @@ def _too_large(max_bytes: int) -> HTTPException:
 
 async def submit_upload(services: AdminServices, caller: Caller, upload: Upload, allow_resubmit: bool) -> BatchAccepted:
     assert caller.tenant_id is not None, "admin keys are refused before this point"
-    # submit_batch reads a file (its name and suffix matter), so the upload gets a short-lived one.
-    with tempfile.TemporaryDirectory(prefix="remit-upload-") as folder:
-        path = Path(folder) / upload.name
-        await asyncio.to_thread(path.write_bytes, upload.data)
-        command = SubmitBatch(caller.tenant_id, path, None, allow_resubmit)
-        return await submit_batch(command, services.uow(caller), services.settings)
+    command = SubmitBatch(caller.tenant_id, upload.path, None, allow_resubmit, upload.bank_format)
+    return await submit_batch(command, services.uow(caller), services.settings)

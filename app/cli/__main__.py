@@ -1,3 +1,3 @@
-from app.cli.main import run
+from app.cli.remit import run
 
 run()

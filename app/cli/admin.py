@@ -1,10 +1,9 @@
-"""`remit admin`: run the admin HTTP API and the DLQ console."""
+"""`remit admin`: run the admin HTTP API and the console."""
 
 import typer
 import uvicorn
 
 from app.admin.app import create_admin_app
-from app.admin.config import AdminSettings
 from app.settings import get_settings
 
 
@@ -17,6 +16,7 @@ def admin_command(
 
     Example: remit admin --host 0.0.0.0 --port 8080
     """
-    admin = AdminSettings()
-    app = create_admin_app(get_settings(), admin)
-    uvicorn.run(app, host=host or admin.host, port=port or admin.port, proxy_headers=False, log_level="info")
+    settings = get_settings()
+    app = create_admin_app(settings)
+    host, port = host or settings.admin_host, port or settings.admin_port
+    uvicorn.run(app, host=host, port=port, proxy_headers=False, log_level="info")

@@ -1,20 +1,18 @@
-"""What every CLI command shares: settings, a database handle, async running and clear errors."""
+"""What every CLI command shares: a database handle, async running, and caller errors as one red line with
+the exit code app/errors.py's table gives."""
 
 import asyncio
 import functools
 import shutil
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
-from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.bootstrap import uow_factory_for
-from app.errors import RemitError
-from app.settings import Settings, get_settings
-from app.storage.engine import make_engine, wait_for_database
+from app.bootstrap import Operator, Ports, operator, operator_database
+from app.errors import CallerError, exit_code
+from app.settings import get_settings
 from app.storage.unit_of_work import UnitOfWorkFactory
 
 # Outside a terminal (pipes, CI logs) rich would wrap tables at 80 columns; the fallback keeps them readable.
@@ -31,30 +29,27 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
 
 
 def friendly_errors(func: Callable[P, T]) -> Callable[P, T]:
-    """Turn our own errors into one red line and exit code 2, instead of a traceback."""
+    """Turn a caller error into one red line and its exit code, instead of a traceback."""
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
         try:
             return func(*args, **kwargs)
-        except RemitError as exc:
+        except CallerError as exc:
             err_console.print(f"[bold red]error:[/] {exc}")
-            raise typer.Exit(2) from exc
+            raise typer.Exit(exit_code(exc)) from exc
 
     return wrapper
 
 
-@asynccontextmanager
-async def database(settings: Settings | None = None) -> AsyncIterator[tuple[AsyncEngine, UnitOfWorkFactory]]:
-    settings = settings or get_settings()
-    engine = make_engine(settings.database_url, pool_size=2)
-    try:
-        await wait_for_database(engine, timeout_seconds=10)
-        yield engine, uow_factory_for(engine)
-    finally:
-        await engine.dispose()
-
-
 async def with_uow(action: Callable[[UnitOfWorkFactory], Awaitable[T]]) -> T:
-    async with database() as (_, uow_factory):
+    """Operators work in the system scope (remit_system); a command that acts for one tenant, such as
+    `remit submit`, asks for that tenant's scope and runs as remit_app."""
+    async with operator_database(get_settings()) as uow_factory:
         return await action(uow_factory)
+
+
+async def with_operator(action: Callable[[Operator], Awaitable[T]]) -> T:
+    """Commands that change the broker too: the database, the AMQP connection, the management API, tenants."""
+    async with operator(get_settings(), Ports()) as tools:
+        return await action(tools)

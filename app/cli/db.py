@@ -1,71 +1,46 @@
 """`remit db`: the prestart step (wait for PostgreSQL, create the database if asked, migrate to head)."""
 
-import asyncio
-
-import asyncpg
 import typer
+from sqlalchemy import text
 from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.cli.common import console, friendly_errors, run
-from app.errors import ServiceUnavailable
-from app.settings import get_settings, owner_url
-from app.storage.engine import make_engine, wait_for_database
+from app.resources import open_owner_engine
+from app.settings import Settings, get_settings, owner_url, system_url
 from app.storage.migrations import upgrade_to_head
 
 db_app = typer.Typer(help="Database set-up: `remit db upgrade` is the prestart step.", no_args_is_help=True)
 
 
-async def create_database_if_missing(database_url: str) -> bool:
-    url = make_url(database_url)
-    admin = await _admin_connection(url.set(database="postgres").render_as_string(hide_password=False))
-    try:
-        exists = await admin.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", url.database)
+async def create_database_if_missing(settings: Settings) -> bool:
+    """Create remit's database (the owner's URL names it) unless it exists; whether it was created."""
+    name = make_url(owner_url(settings)).database
+    async with open_owner_engine(settings, "postgres") as server, server.connect() as conn:
+        exists = (await conn.execute(text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name})).first()
         if not exists:
-            await admin.execute(f'CREATE DATABASE "{url.database}"')
-        return not exists
-    finally:
-        await admin.close()
+            await conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    return not exists
 
 
-async def _admin_connection(url: str) -> asyncpg.Connection:
-    dsn = url.replace("postgresql+asyncpg://", "postgresql://")
-    for delay in (0.5, 1, 2, 4, 8):
-        try:
-            return await asyncpg.connect(dsn)
-        except (OSError, asyncpg.PostgresError):
-            await asyncio.sleep(delay)
-    raise ServiceUnavailable(
-        f"PostgreSQL at {make_url(url).render_as_string(hide_password=True)} is not reachable. "
-        "Start it (see README: scripts/services.sh) or run `docker compose up -d`."
-    )
-
-
-async def prestart(create: bool) -> None:
-    settings = get_settings()
-    owner = owner_url(settings)
-    if create and await create_database_if_missing(owner):
-        console.print(f"created database {make_url(owner).database}")
-    engine = make_engine(owner, pool_size=1)
-    try:
-        await wait_for_database(engine)
-    finally:
-        await engine.dispose()
-    await upgrade_to_head(owner)
-    await set_service_password(owner, settings.database_url)
+async def prestart(settings: Settings, create: bool) -> None:
+    if create and await create_database_if_missing(settings):
+        console.print(f"created database {make_url(owner_url(settings)).database}")
+    async with open_owner_engine(settings) as owner:
+        await upgrade_to_head(owner_url(settings))
+        for service_url in (settings.database_url, system_url(settings)):
+            await set_service_password(owner, service_url)
     console.print("database migrated to head")
 
 
-async def set_service_password(owner: str, service_url: str) -> None:
-    """Where the service URL carries a password (docker-compose), give the service role that password."""
+async def set_service_password(owner: AsyncEngine, service_url: str) -> None:
+    """Where a service URL carries a password (docker-compose), give its role that password."""
     service = make_url(service_url)
-    if not service.password or service.username == make_url(owner).username:
+    if not service.password or service.username == owner.url.username:
         return
-    admin = await _admin_connection(owner)
-    try:
-        password = await admin.fetchval("SELECT quote_literal($1)", service.password)
-        await admin.execute(f'ALTER ROLE "{service.username}" WITH LOGIN PASSWORD {password}')
-    finally:
-        await admin.close()
+    async with owner.connect() as conn:
+        quoted = (await conn.execute(text("SELECT quote_literal(:p)"), {"p": service.password})).scalar_one()
+        await conn.exec_driver_sql(f'ALTER ROLE "{service.username}" WITH LOGIN PASSWORD {quoted}')
 
 
 @db_app.command("upgrade")
@@ -77,4 +52,4 @@ def upgrade(
 
     Example: remit db upgrade --create
     """
-    run(prestart(create))
+    run(prestart(get_settings(), create))

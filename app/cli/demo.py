@@ -1,18 +1,23 @@
 """`remit demo`: the whole flow on an isolated database and vhost, ending by itself.
 
-1. consumer (with the core-banking simulator's rules: closed accounts, an outage, a flaky account),
-   relay and archiver start as processes; both example files are submitted;
-2. everything settles: processed, or dead-lettered (closed accounts at once, the outage's after retries);
-3. the outage ends (the consumer restarts without it) and the operator replays `retries_exhausted`;
-4. the final summary is checked against examples/EXPECTED.json: the exit code says whether it matched.
+1. one example file of each format is submitted (remit's CSV and JSON Lines, ISO 20022 pain.001.001.09 and
+   .03, ABA), each by its own tenant; the reference core banking starts as its own process with its own
+   database (`<name>_core`) and the accounts those payments use (app/cli/demo_core.py), one of them closed;
+   consumer (pointed at the core by REMIT_CORE_BANKING_URL), relay and archiver start as processes;
+2. everything settles during an outage of one creditor account in the core (its fault injection holds its
+   transfers, and a flaky account's once): processed, or dead-lettered (the closed account at once, refused by
+   the core; the outage's after retries);
+3. the outage ends and the operator replays `retries_exhausted`;
+4. the core's journal is checked against what remit processed; the nightly reconciliation runs, and each
+   batch's pain.002 status report is written and summed up;
+5. the final summary is checked against examples/EXPECTED.json: the exit code says whether it matched.
 """
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,26 +26,35 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 from sqlalchemy.engine import make_url
 
-from app.bootstrap import uow_factory_for
+from app.bankfiles import iso_status
+from app.bootstrap import Ports, management_api
 from app.cli.common import console, friendly_errors, run
 from app.cli.db import create_database_if_missing
+from app.cli.demo_core import DemoCore, fresh_core, load_accounts, outage_faults
 from app.cli.status import summary_table
 from app.messaging.connection import login_of
-from app.messaging.management import Management
 from app.publisher.accept import submit_batch
 from app.publisher.commands import BatchAccepted, SubmitBatch
 from app.reporting.batch_summary import SummaryRow, batch_summary
-from app.settings import Settings, get_settings, owner_url
-from app.storage.engine import make_engine
+from app.reporting.status_report import ReportChoice, write_batch_report
+from app.resources import open_database, open_owner_engine
+from app.settings import Settings, environment_for, get_settings, owner_url, system_url
 from app.storage.migrations import PROJECT_ROOT, upgrade_to_head
 from app.storage.unit_of_work import UnitOfWorkFactory
 from app.tenancy.tenants import AddTenant, add_tenant
 from contracts import wire_timestamp
 
 EXAMPLES = PROJECT_ROOT / "examples"
-TENANT_NAMES = {"anz": "ANZ Bank", "westpac": "Westpac"}
+TENANT_NAMES = {
+    "anz": "ANZ Bank",
+    "westpac": "Westpac",
+    "acme": "Acme Pty Ltd",
+    "globex": "Globex Australia Pty Ltd",
+    "initech": "Initech Pty Ltd",
+}
 
 
 def expected() -> dict[str, Any]:
@@ -57,22 +71,13 @@ def demo_settings(base: Settings, name: str) -> Settings:
     return base.model_copy(
         update={
             "database_url": on_demo_db(base.database_url),
+            "system_database_url": on_demo_db(system_url(base)),
             "migration_database_url": on_demo_db(owner_url(base)),
             "amqp_url": amqp,
+            "retry_delays_seconds": [0.5, 1, 2],
+            "log_level": "WARNING",
         }
     )
-
-
-def simulator_env(outage: bool) -> dict[str, str]:
-    rules = expected()["simulator"]
-    flaky = dict.fromkeys(rules["flaky_accounts"], 1)
-    if outage:
-        flaky |= dict.fromkeys(rules["outage_accounts"], 1000)
-    return {
-        "REMIT_SIMULATOR_CLOSED_ACCOUNTS": json.dumps(rules["closed_accounts"]),
-        "REMIT_SIMULATOR_FLAKY_ACCOUNTS": json.dumps(flaky),
-        "REMIT_RETRY_DELAYS_SECONDS": "[0.5, 1, 2]",
-    }
 
 
 @dataclass
@@ -81,43 +86,24 @@ class DemoEnvironment:
     settings: Settings
     logs: Path
 
-    def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-        return {
-            **os.environ,
-            "REMIT_DATABASE_URL": self.settings.database_url,
-            "REMIT_MIGRATION_DATABASE_URL": owner_url(self.settings),
-            "REMIT_AMQP_URL": self.settings.amqp_url,
-            "REMIT_LOG_LEVEL": "WARNING",
-            **(extra or {}),
-        }
-
-    def start(self, args: list[str], log: str, extra: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+    def start(self, args: list[str], log: str) -> subprocess.Popen[bytes]:
         out = (self.logs / log).open("ab")
-        return subprocess.Popen(args, env=self.env(extra), cwd=PROJECT_ROOT, stdout=out, stderr=subprocess.STDOUT)
-
-    def consumer(self, outage: bool, port: int) -> subprocess.Popen[bytes]:
-        args = [sys.executable, "-m", "faststream", "run", "app.main:app", "--port", str(port)]
-        return self.start(args, "consumer.log", simulator_env(outage))
+        env = environment_for(self.settings)
+        return subprocess.Popen(args, env=env, cwd=PROJECT_ROOT, stdout=out, stderr=subprocess.STDOUT)
 
     def remit(self, *args: str) -> int:
         """Run a `remit` command as an operator would, showing its output; return its exit code."""
         console.print(f"[bold]$ remit {' '.join(args)}[/]")
         command = [sys.executable, "-m", "app.cli", *args]
-        return subprocess.run(command, env=self.env({"COLUMNS": "160"}), check=False).returncode
+        env = {**environment_for(self.settings), "COLUMNS": "160"}
+        return subprocess.run(command, env=env, check=False).returncode
 
 
 async def reset_database(settings: Settings, name: str) -> None:
-    owner = owner_url(settings)
-    admin = make_url(owner).set(database="postgres").render_as_string(hide_password=False)
-    engine = make_engine(admin, 1)
-    try:
-        async with engine.connect() as conn:
-            await conn.execution_options(isolation_level="AUTOCOMMIT")
-            await conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        await engine.dispose()
-    await create_database_if_missing(owner)
-    await upgrade_to_head(owner)
+    async with open_owner_engine(settings, "postgres") as server, server.connect() as conn:
+        await conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    await create_database_if_missing(settings)
+    await upgrade_to_head(owner_url(settings))
 
 
 async def submit_examples(uow: UnitOfWorkFactory, settings: Settings) -> list[BatchAccepted]:
@@ -125,8 +111,8 @@ async def submit_examples(uow: UnitOfWorkFactory, settings: Settings) -> list[Ba
     for tenant, spec in expected()["tenants"].items():
         result = await submit_batch(SubmitBatch(tenant, EXAMPLES / spec["file"]), uow, settings)
         console.print(
-            f"submitted {spec['file']} for {tenant}: batch {result.correlation_id}, "
-            f"{result.accepted} accepted, {len(result.rejections)} rejected at validation"
+            f"submitted {spec['file']} ({result.source_format}) for {tenant}: batch {result.correlation_id}, "
+            f"{result.accepted} accepted, {result.rejected_count} rejected at validation"
         )
         results.append(result)
     return results
@@ -188,25 +174,88 @@ def check(title: str, got: dict[str, dict[str, int]], want: dict[str, dict[str, 
     return got == want
 
 
+async def status_reports(uow: UnitOfWorkFactory, submitted: list[BatchAccepted], folder: Path) -> bool:
+    """Write each batch's pain.002 and check its counts: ACSC for every payment processed, RJCT for every row
+    rejected at validation, PDNG for the closed accounts' payments (held for review: a replay could still pay)."""
+    table = Table("tenant", "file", "report", "group", "ACSC", "PDNG", "RJCT", "RJCT reasons", title="pain.002 summary")
+    ok = True
+    for result in submitted:
+        spec = expected()["tenants"][result.tenant_id]
+        path = folder / f"{result.correlation_id}.pain.002.xml"
+        with path.open("wb") as sink:
+            written = await write_batch_report(
+                uow, None, result.correlation_id, ReportChoice.PAIN_002, sink, datetime.now(UTC)
+            )
+        counts = written.header.status_counts()
+        want = {
+            "ACSC": sum(v["count"] for v in spec["processed_final"].values()),
+            "PDNG": sum(v["count"] for v in spec["dead_lettered_closed"].values()),
+            "RJCT": spec["rejected"],
+        }
+        ok &= {k: v for k, v in want.items() if v} == counts
+        reasons: Counter[str] = Counter()
+        for outcome, n in written.header.counts.items():
+            reasons[iso_status(outcome).reason or ""] += n
+        table.add_row(
+            result.tenant_id,
+            f"{spec['file']} ({result.source_format})",
+            written.form.value,
+            written.header.group_status,
+            *(str(counts.get(status, 0)) for status in ("ACSC", "PDNG", "RJCT")),
+            ", ".join(f"{code} {n}" for code, n in sorted(reasons.items()) if code),
+        )
+    console.print(table)
+    console.print(f"status reports written to {folder}")
+    return report("status reports: ACSC for every payment processed, RJCT for every rejected row", ok)
+
+
 async def run_demo(name: str, timeout: float, logs: Path) -> bool:
-    env = DemoEnvironment(name, demo_settings(get_settings(), name), logs)
+    base = demo_settings(get_settings(), name)
     console.rule("remit demo")
-    Management(env.settings.rabbitmq_management_url).reset_vhost(name, login_of(env.settings.amqp_url))
-    await reset_database(env.settings, name)
+    management_api(base, Ports()).reset_vhost(name, login_of(base.amqp_url))
+    await reset_database(base, name)
+    core = await fresh_core(base, name, logs)
+    env = DemoEnvironment(name, base.model_copy(update={"core_banking_url": core.url}), logs)
     console.print(f"fresh database and RabbitMQ vhost [bold]{name}[/]; migrated to head")
-    engine = make_engine(env.settings.database_url, pool_size=2)
-    uow = uow_factory_for(engine)
-    consumer = env.consumer(outage=True, port=0)
-    others = [
+    console.print(f"the reference core banking: its own database [bold]{name}_core[/], at {core.url}")
+    try:
+        async with open_database(env.settings, pool_size=2) as database:
+            ok = await run_phases(env, core, database.uow, timeout, logs)
+    finally:
+        core.stop()
+    console.print("[green]demo finished: everything matched[/]" if ok else f"[red]mismatch; logs in {logs}[/]")
+    return ok
+
+
+async def start_core(core: DemoCore, uow: UnitOfWorkFactory, logs: Path) -> None:
+    """The core, with the accounts the submitted payments use, and the outage of one account."""
+    spec = expected()["core_banking"]
+    opened = await load_accounts(core, uow, spec["closed_accounts"], logs)
+    core.start()
+    await core.wait_ready()
+    await core.set_faults(**outage_faults(spec))
+    console.print(
+        f"core banking up: {opened} accounts (creditor {', '.join(spec['closed_accounts'])} closed); fault "
+        f"injection holds the transfers to {', '.join(spec['outage_accounts'])} (an outage) and, once, to "
+        f"{', '.join(spec['flaky_accounts'])} (flaky)"
+    )
+
+
+async def run_phases(env: DemoEnvironment, core: DemoCore, uow: UnitOfWorkFactory, timeout: float, logs: Path) -> bool:
+    """The service as processes, the files, the outage, the replay, the reconciliation; whether all matched."""
+    for tenant, tenant_name in TENANT_NAMES.items():
+        await add_tenant(AddTenant(tenant, tenant_name, default_ttl_seconds=env.settings.default_ttl_seconds), uow)
+    submitted = await submit_examples(uow, env.settings)
+    batches = [r.correlation_id for r in submitted]
+    accepted = sum(s["accepted"] for s in expected()["tenants"].values())
+    await start_core(core, uow, logs)
+    consumer_args = [sys.executable, "-m", "faststream", "run", "app.main:app", "--port", "0"]
+    processes = [
+        env.start(consumer_args, "consumer.log"),
         env.start([sys.executable, "-m", "app.cli", "relay"], "relay.log"),
-        env.start([sys.executable, "-m", "faststream", "run", "app.deadletters.main:app"], "archiver.log"),
+        env.start([sys.executable, "-m", "faststream", "run", "app.deadletters.archiver_app:app"], "archiver.log"),
     ]
     try:
-        for tenant, tenant_name in TENANT_NAMES.items():
-            await add_tenant(AddTenant(tenant, tenant_name), uow)
-        batches = [r.correlation_id for r in await submit_examples(uow, env.settings)]
-        accepted = sum(s["accepted"] for s in expected()["tenants"].values())
-
         console.rule("1. during a core-banking outage for one creditor account")
         rows = await wait_until(uow, batches, "settling", accepted, timeout, processed_only=False)
         console.print(summary_table(rows))
@@ -219,9 +268,7 @@ async def run_demo(name: str, timeout: float, logs: Path) -> bool:
         env.remit("dlq", "stats")
 
         console.rule("2. the outage is over: replay what ran out of retries")
-        consumer.terminate()
-        consumer.wait(timeout=40)
-        consumer = env.consumer(outage=False, port=0)
+        await core.set_faults()
         env.remit("dlq", "replay", "--reason", "retries_exhausted", "--actor", "demo", "--why", "outage over")
         final = sum(v["count"] for v in expected_totals("processed_final").values())
         rows = await wait_until(uow, batches, "replaying", final, timeout, processed_only=True)
@@ -233,17 +280,23 @@ async def run_demo(name: str, timeout: float, logs: Path) -> bool:
             "left for review: closed accounts", totals(rows, "dead_lettered"), expected_totals("dead_lettered_closed")
         )
         env.remit("dlq", "list")
+        want = expected_totals("processed_final")
+        ok &= check(
+            "the core's journal: exactly one transfer per payment processed",
+            await core.journal_matching(want, timeout),
+            want,
+        )
         console.rule("3. the nightly reconciliation (PySpark), by correlation_id")
         as_of = wire_timestamp(datetime.now(UTC))
         code = env.remit("reconcile", "--as-of", as_of, "--out", str(logs / "reconciliation"))
         ok &= report(f"reconciliation: every batch RECONCILED (exit {code})", code == 0)
+        console.rule("4. status reports back to the customers (ISO 20022 pain.002)")
+        ok &= await status_reports(uow, submitted, logs)
     finally:
-        for process in (consumer, *others):
+        for process in processes:
             process.terminate()
-        for process in (consumer, *others):
+        for process in processes:
             process.wait(timeout=40)
-        await engine.dispose()
-    console.print("[green]demo finished: everything matched[/]" if ok else f"[red]mismatch; logs in {logs}[/]")
     return ok
 
 
@@ -253,8 +306,10 @@ def demo(
     timeout: float = typer.Option(180, help="Seconds to wait for each phase before giving up."),
     logs: Path = typer.Option(Path(".demo-logs"), help="Where the service processes write their logs."),
 ) -> None:
-    """Run the whole flow on an isolated database and vhost (reset each run): consumer, relay and
-    archiver as processes, both example files submitted, an outage, dead letters, a replay, and a
+    """Run the whole flow on an isolated database and vhost (reset each run): the reference core banking
+    (its own process and database, NAME_core), consumer, relay and archiver as processes, one example file
+    of each format submitted (CSV, JSON Lines, pain.001 .09 and .03, ABA), an outage of one account in the
+    core, dead letters, a replay, the core's journal, the reconciliation, the pain.002 status reports, and a
     summary checked against examples/EXPECTED.json.
 
     Example: remit demo

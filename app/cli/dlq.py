@@ -1,34 +1,21 @@
 """`remit dlq`: review, replay and discard dead letters. `--tenant` limits every command to one tenant."""
 
-import re
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable
 from typing import Any
 
-import aio_pika
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.console import Group
 
+from app.bootstrap import Ports, replay_policy, replay_publisher
 from app.cli.common import console, friendly_errors, run, with_uow
-from app.cli.dlq_views import audit_table, detail_view, list_table, replay_table, stats_view, to_json
-from app.deadletters.audit import default_actor, list_audit
-from app.deadletters.discard import discard_dead_letter
-from app.deadletters.query import DeadLetterFilter
-from app.deadletters.reasons import STATUSES
-from app.deadletters.replay import (
-    DEFAULT_REPLAY_BUDGET,
-    ReplayOutcome,
-    ReplayPolicy,
-    ReplayRequest,
-    replay_dead_letters,
-)
-from app.deadletters.republish import AmqpReplayPublisher, ReplayPublisher
-from app.deadletters.retention import DEFAULT_RETENTION_DAYS
-from app.deadletters.review import dead_letter_stats, list_dead_letters, show_dead_letter
+from app.cli.dlq_views import audit_table, detail_view, list_table, replay_table, requests_table, stats_view, to_json
+from app.cli.progress import progress
+from app.deadletters import operations
+from app.deadletters.operations import Filters, ReplayReport
+from app.deadletters.replay import ReplayOutcome
+from app.deadletters.requests import ReplayRequest
 from app.errors import UsageError
-from app.messaging.connection import connect, login_of, publisher_channel
-from app.messaging.topology import Topology, declare_topology
+from app.messaging.connection import login_of
 from app.settings import get_settings
 from app.storage.unit_of_work import UnitOfWorkFactory
 
@@ -38,42 +25,12 @@ dlq_app = typer.Typer(
 
 TENANT = typer.Option(None, "--tenant", help="Only this tenant's dead letters (default: all tenants, admin).")
 JSON = typer.Option(False, "--json", help="Print JSON instead of tables.")
-REASON = typer.Option(None, "--reason", help="invalid, tenant_mismatch, permanent_failure, retries_exhausted, ...")
+REASON = typer.Option(None, "--reason", help="invalid, account_closed, insufficient_funds, retries_exhausted, ...")
 BATCH = typer.Option(None, "--batch", help="Batch (correlation_id).")
 CURRENCY = typer.Option(None, "--currency", help="ISO 4217 code, e.g. AUD.")
 SINCE = typer.Option(None, "--since", help="Failed at or after: ISO time, or an age such as 30m, 2h, 7d.")
 UNTIL = typer.Option(None, "--until", help="Failed before: ISO time, or an age such as 30m, 2h, 7d.")
 ACTOR = typer.Option(None, "--actor", help="Who is doing this, for the audit trail (default: $USER).")
-
-_AGE = re.compile(r"^(\d+)([mhd])$")
-_UNITS = {"m": "minutes", "h": "hours", "d": "days"}
-
-
-def parse_when(value: str | None, option: str) -> datetime | None:
-    """An ISO 8601 time (UTC if it has no offset) or an age like 30m / 2h / 7d meaning that long ago."""
-    if value is None:
-        return None
-    if match := _AGE.match(value.strip()):
-        return datetime.now(UTC) - timedelta(**{_UNITS[match[2]]: int(match[1])})
-    try:
-        when = datetime.fromisoformat(value)
-    except ValueError:
-        raise UsageError(f"{option} {value!r} is not a time: use ISO 8601 (2025-05-01T09:00Z) or 30m, 2h, 7d") from None
-    return when.replace(tzinfo=UTC) if when.tzinfo is None else when
-
-
-def _status(value: str) -> str | None:
-    if value == "all":
-        return None
-    if value not in STATUSES:
-        raise UsageError(f"--status {value!r} is not one of {', '.join(STATUSES)} or all")
-    return value
-
-
-def _setting(name: str, default: int) -> int:
-    # Read this way until the lead adds the field to Settings (REMIT_REPLAY_BUDGET etc.).
-    value = getattr(get_settings(), name, default)
-    return value if isinstance(value, int) else default
 
 
 def _print(as_json: bool, value: Any, view: Callable[[], Any]) -> None:
@@ -100,10 +57,8 @@ def list_(
 
     Example: remit dlq list --tenant anz --reason retries_exhausted --since 24h
     """
-    where = DeadLetterFilter(
-        tenant, reason, batch, currency, _status(status), parse_when(since, "--since"), parse_when(until, "--until")
-    )
-    rows = run(with_uow(lambda uow: list_dead_letters(uow, where, limit)))
+    where = Filters(reason, batch, currency, status, since, until).parsed(tenant, "--")
+    rows = run(with_uow(lambda uow: operations.find(uow, where, limit, "--")))
     _print(as_json, {"dead_letters": rows}, lambda: list_table(rows))
 
 
@@ -119,7 +74,7 @@ def show(
 
     Example: remit dlq show 42 --tenant anz
     """
-    detail = run(with_uow(lambda uow: show_dead_letter(uow, dead_letter_id, tenant, unmask)))
+    detail = run(with_uow(lambda uow: operations.show(uow, dead_letter_id, tenant, unmask)))
     _print(as_json, detail, lambda: detail_view(detail))
 
 
@@ -134,8 +89,8 @@ def stats(
 
     Example: remit dlq stats --tenant anz
     """
-    where = DeadLetterFilter(tenant=tenant, status=_status(status))
-    result = run(with_uow(lambda uow: dead_letter_stats(uow, where)))
+    where = Filters(status=status).parsed(tenant, "--")
+    result = run(with_uow(lambda uow: operations.stats(uow, where, "--")))
     _print(as_json, result, lambda: stats_view(result))
 
 
@@ -164,74 +119,46 @@ def replay(
              remit dlq replay --tenant anz --reason retries_exhausted
     """
     request = ReplayRequest(
-        actor=actor or default_actor(),
-        dead_letter_id=dead_letter_id,
-        where=DeadLetterFilter(
-            tenant, reason, batch, currency, None, parse_when(since, "--since"), parse_when(until, "--until")
-        ),
+        actor=actor or get_settings().actor,
+        dead_letter_ids=() if dead_letter_id is None else (dead_letter_id,),
+        where=Filters(reason, batch, currency, "all", since, until).parsed(tenant, "--"),
         everything=everything,
         dry_run=dry_run,
         force=force,
         why=why,
     )
-    outcomes = run(_replay(request, show_progress=dead_letter_id is None and not as_json))
+    report = run(_replay(request, show_progress=dead_letter_id is None and not as_json))
+    outcomes = report.outcomes
     if dead_letter_id is not None and outcomes and outcomes[0].action == "refused":
         raise UsageError(f"dead letter {dead_letter_id} was not replayed: {outcomes[0].detail}")
-    summary = {action: sum(o.action == action for o in outcomes) for action in sorted({o.action for o in outcomes})}
-    _print(
-        as_json, {"dry_run": dry_run, "summary": summary, "outcomes": outcomes}, lambda: replay_table(outcomes, dry_run)
-    )
+    _print(as_json, report, lambda: replay_table(outcomes, dry_run))
     if any(o.action == "refused" for o in outcomes):
         raise typer.Exit(1)
 
 
-async def _replay(request: ReplayRequest, show_progress: bool) -> list[ReplayOutcome]:
+async def _replay(request: ReplayRequest, show_progress: bool) -> ReplayReport:
     settings = get_settings()
-    policy = ReplayPolicy(
-        budget=_setting("replay_budget", DEFAULT_REPLAY_BUDGET),
-        retention_days=_setting("retention_days", DEFAULT_RETENTION_DAYS),
-    )
-    columns = (TextColumn("replaying"), BarColumn(), MofNCompleteColumn())
-    shown = show_progress and console.is_terminal
-    with Progress(*columns, console=console, transient=True, disable=not shown) as progress:
-        task = progress.add_task("replay", total=None)
+    with progress(enabled=show_progress) as tracker:
+        task = tracker.task("replaying (dry run)" if request.dry_run else "replaying")
 
         def advance(_: ReplayOutcome, total: int) -> None:
-            progress.update(task, total=total, advance=1)
+            task.advance(total=total)
 
-        async def action(uow: UnitOfWorkFactory) -> list[ReplayOutcome]:
-            async with _publisher(request.dry_run) as publisher:
-                return await replay_dead_letters(
+        async def action(uow: UnitOfWorkFactory) -> ReplayReport:
+            async with replay_publisher(settings, Ports(), request.dry_run) as publisher:
+                return await operations.replay(
                     uow,
-                    publisher,
                     request,
+                    publisher,
                     user_id=login_of(settings.amqp_url),
-                    policy=policy,
+                    policy=replay_policy(settings),
                     on_outcome=advance,
+                    dash="--",
                 )
 
-        return await with_uow(action)
-
-
-class _DryRunPublisher:
-    async def publish(self, message: aio_pika.Message, routing_key: str) -> None:
-        raise AssertionError("a dry run never publishes")
-
-
-@asynccontextmanager
-async def _publisher(dry_run: bool) -> AsyncIterator[ReplayPublisher]:
-    """A confirming publisher on the payments exchange; a dry run does not even connect."""
-    if dry_run:
-        yield _DryRunPublisher()
-        return
-    settings = get_settings()
-    connection = await connect(settings.amqp_url, "remit-dlq-replay")
-    try:
-        channel = await publisher_channel(connection)
-        await declare_topology(channel, Topology.from_settings(settings))
-        yield AmqpReplayPublisher(channel, settings.exchange)
-    finally:
-        await connection.close()
+        report = await with_uow(action)
+        task.finish()
+        return report
 
 
 @dlq_app.command("discard")
@@ -247,9 +174,9 @@ def discard(
 
     Example: remit dlq discard 42 --reason "duplicate of PAY-ANZ-0042, paid by phone"
     """
-    who = actor or default_actor()
-    run(with_uow(lambda uow: discard_dead_letter(uow, dead_letter_id, why, who, tenant)))
-    result = {"dead_letter_id": dead_letter_id, "status": "discarded", "actor": who, "reason": why}
+    who = actor or get_settings().actor
+    done = run(with_uow(lambda uow: operations.discard(uow, dead_letter_id, why, who, tenant)))
+    result = {"dead_letter_id": done.dead_letter_id, "status": done.status, "actor": done.actor, "reason": done.reason}
     _print(as_json, result, lambda: f"dead letter {dead_letter_id} discarded by {who}")
 
 
@@ -261,9 +188,15 @@ def audit(
     limit: int = typer.Option(100, "--limit", min=1, help="Most entries shown (newest first)."),
     as_json: bool = JSON,
 ) -> None:
-    """Show the audit trail of replays, resolutions and discards (dry runs included, marked).
+    """Show the audit trail: replay requests (who asked, filters, --force, --dry-run, outcome) and what
+    happened to each dead letter (replayed, resolved, refused and why, discarded; dry runs marked).
 
     Example: remit dlq audit --tenant anz --limit 20
     """
-    entries = run(with_uow(lambda uow: list_audit(uow, tenant, dead_letter_id, limit)))
-    _print(as_json, {"audit": entries}, lambda: audit_table(entries))
+    trail = run(with_uow(lambda uow: operations.audit(uow, tenant, dead_letter_id, limit, "--")))
+    requests, entries = trail.requests, trail.entries
+    _print(
+        as_json,
+        {"requests": requests, "audit": entries},
+        lambda: Group(*([requests_table(requests)] if requests else []), audit_table(entries)),
+    )

@@ -13,7 +13,11 @@ from rich.table import Table
 
 from app.deadletters.audit import AuditEntry
 from app.deadletters.replay import ReplayOutcome
+from app.deadletters.requests import RequestEntry
 from app.deadletters.review import DeadLetterDetail, DeadLetterStats, DeadLetterSummary, StatRow
+
+SECURITY = "[bold red]SECURITY[/]"
+OPTIONAL_FACTS = {"claimed tenant", "replay of"}  # shown only when there is one
 
 
 def to_json(value: Any) -> str:
@@ -50,6 +54,7 @@ def list_table(rows: Sequence[DeadLetterSummary]) -> Table:
         "tries",
         "failed",
         "status",
+        "flag",
     ):
         # Ids are folded onto a second line rather than cut: they are what people copy into the next command.
         table.add_column(column, justify="right" if column in {"id", "amount", "tries"} else "left", overflow="fold")
@@ -70,7 +75,8 @@ def list_table(rows: Sequence[DeadLetterSummary]) -> Table:
                     r.last_failed_at,
                     r.status,
                 ),
-            )
+            ),
+            SECURITY if r.security_event else "",
         )
     return table
 
@@ -80,8 +86,37 @@ def detail_view(d: DeadLetterDetail) -> Group:
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style="bold")
     facts.add_column()
-    for name, value in (
-        ("tenant", s.tenant_id),
+    for name, value in _facts(d):
+        if value is not None or name not in OPTIONAL_FACTS:
+            facts.add_row(name, _cell(value))
+    if s.security_event:
+        facts.add_row("security event", f"{SECURITY}: {_cell(_security_note(d))}")
+    body = d.body_text if d.body_json is None else json.dumps(d.body_json, indent=2)
+    note = " (account numbers masked; --unmask shows them)" if d.masked else ""
+    parts: list[Any] = [
+        Panel(facts, title=f"dead letter {s.dead_letter_id}"),
+        Panel(escape(body), title=f"body{note}{_cut_note(d)}"),
+        Panel(escape(json.dumps(d.headers, indent=2, default=str)), title="headers"),
+    ]
+    if d.claims:
+        claims = escape(json.dumps(d.claims, indent=2, default=str))
+        parts.append(Panel(claims, title="claims (remit-* headers from an untrusted publisher; not believed)"))
+    if d.attempt_history:
+        history = Table("attempt", "outcome", "error", "queue", "at", title="attempt history")
+        for a in d.attempt_history:
+            history.add_row(*map(_cell, (a.attempt, a.outcome, f"{a.error_type}: {a.error_message}", a.queue, a.at)))
+        parts.append(history)
+    if d.audit:
+        parts.append(audit_table(d.audit))
+    return Group(*parts)
+
+
+def _facts(d: DeadLetterDetail) -> list[tuple[str, object]]:
+    s = d.summary
+    return [
+        ("tenant", f"{s.tenant_id or '(none)'} (decided by: {d.tenant_basis})"),
+        ("published by", s.published_by or "(no user_id)"),
+        ("claimed tenant", d.claimed_tenant),
         ("batch", s.correlation_id),
         ("message_id", s.message_id),
         ("payment", f"{s.payment_reference or '?'}: {s.amount_cents or '?'} {s.currency or ''}"),
@@ -94,35 +129,38 @@ def detail_view(d: DeadLetterDetail) -> Group:
         ("original queue", d.original_queue),
         ("replay of", d.replay_of),
         ("archived", d.archived_at),
-    ):
-        facts.add_row(name, _cell(value))
-    body = d.body_text if d.body_json is None else json.dumps(d.body_json, indent=2)
-    note = " (account numbers masked; --unmask shows them)" if d.masked else ""
-    parts: list[Any] = [
-        Panel(facts, title=f"dead letter {s.dead_letter_id}"),
-        Panel(escape(body), title=f"body{note}"),
-        Panel(escape(json.dumps(d.headers, indent=2, default=str)), title="headers"),
+        ("body", f"{d.body_length} bytes, sha256 {d.body_sha256}" + (" (truncated)" if d.body_truncated else "")),
     ]
-    if d.attempt_history:
-        history = Table("attempt", "outcome", "error", "queue", "at", title="attempt history")
-        for a in d.attempt_history:
-            history.add_row(*map(_cell, (a.attempt, a.outcome, f"{a.error_type}: {a.error_message}", a.queue, a.at)))
-        parts.append(history)
-    if d.audit:
-        parts.append(audit_table(d.audit))
-    return Group(*parts)
+
+
+def _security_note(d: DeadLetterDetail) -> str:
+    if d.summary.reason == "tenant_mismatch":
+        return "its publisher may not pay for the tenant it names; never replayable"
+    if d.claimed_tenant:
+        return f"its bytes claim tenant {d.claimed_tenant}"
+    return "its publisher sent remit-* headers of its own (see claims)"
+
+
+def _cut_note(d: DeadLetterDetail) -> str:
+    if not d.body_truncated:
+        return ""
+    return f" (TRUNCATED: the first {d.body_kept} of {d.body_length} bytes; never replayable)"
 
 
 def stats_view(stats: DeadLetterStats) -> Group | str:
     status = stats.status or "any status"
     if not stats.total:
         return f"no dead letters ({status})"
-    tables = [
+    tables: list[Any] = [
         _stat_table(f"{status}: value at risk per currency", "", stats.total),
         _stat_table("by reason", "reason", stats.by_reason),
         _stat_table("by tenant", "tenant", stats.by_tenant),
         _stat_table("by age (since last failure)", "age", stats.by_age),
     ]
+    if stats.security_events:
+        tables.insert(
+            0, f"{SECURITY}: {stats.security_events} of these are security events (`remit dlq list` flags them)"
+        )
     return Group(*tables)
 
 
@@ -150,12 +188,37 @@ def replay_table(outcomes: Sequence[ReplayOutcome], dry_run: bool) -> Table:
 
 
 def audit_table(entries: Sequence[AuditEntry]) -> Table:
-    table = Table("at", "actor", "action", "dead letter", "tenant", "why", "outcome", "dry run", title="audit trail")
+    table = Table(
+        "at", "actor", "action", "dead letter", "tenant", "why", "outcome", "dry run", "request", title="audit trail"
+    )
     for e in entries:
-        table.add_row(
-            *map(
-                _cell,
-                (e.at, e.actor, e.action, e.dead_letter_id, e.tenant_id, e.why, e.outcome, "yes" if e.dry_run else ""),
-            )
-        )
+        values = (e.at, e.actor, e.action, e.dead_letter_id, e.tenant_id, e.why, e.outcome, _yes(e.dry_run))
+        table.add_row(*map(_cell, (*values, e.request_id)))
     return table
+
+
+def requests_table(entries: Sequence[RequestEntry]) -> Table:
+    table = Table(
+        "request",
+        "at",
+        "actor",
+        "tenant",
+        "ids",
+        "filters",
+        "all",
+        "force",
+        "dry run",
+        "why",
+        "outcome",
+        title="replay requests",
+    )
+    for r in entries:
+        filters = " ".join(f"{k}={v}" for k, v in r.filters.items())
+        ids = ",".join(map(str, r.dead_letter_ids))
+        values = (r.request_id, r.at, r.actor, r.tenant_id, ids, filters, _yes(r.everything), _yes(r.force))
+        table.add_row(*map(_cell, (*values, _yes(r.dry_run), r.why, r.outcome)))
+    return table
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else ""

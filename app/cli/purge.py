@@ -5,51 +5,34 @@ from dataclasses import asdict
 import typer
 from rich.table import Table
 
+from app.bootstrap import retention_policy
 from app.cli.common import console, friendly_errors, run, with_uow
 from app.cli.dlq_views import to_json
-from app.deadletters.retention import (
-    DEFAULT_BATCH_SIZE,
-    DEFAULT_REPLAY_WINDOW_DAYS,
-    DEFAULT_RETENTION_DAYS,
-    PurgeReport,
-    RetentionPolicy,
-    purge_expired_records,
-    set_tenant_retention,
-)
+from app.deadletters.retention import PurgeReport, purge_expired_records, set_tenant_retention
 from app.settings import get_settings
-
-
-def _policy(days: int | None, batch_size: int = DEFAULT_BATCH_SIZE) -> RetentionPolicy:
-    settings = get_settings()
-    # getattr: these settings fields are wired by the lead (REMIT_RETENTION_DAYS, REMIT_REPLAY_WINDOW_DAYS).
-    default_days = getattr(settings, "retention_days", DEFAULT_RETENTION_DAYS)
-    window = getattr(settings, "replay_window_days", DEFAULT_REPLAY_WINDOW_DAYS)
-    return RetentionPolicy(
-        days=days if days is not None else int(default_days),
-        replay_window_days=int(window),
-        retry_delays_seconds=tuple(settings.retry_delays_seconds),
-        default_ttl_seconds=settings.default_ttl_seconds,
-        batch_size=batch_size,
-    )
 
 
 @friendly_errors
 def purge_command(
     days: int | None = typer.Option(
-        None, "--days", min=1, help="Retention in days for tenants without their own (default 30)."
+        None, "--days", min=1, help="Retention in days for tenants without their own (default REMIT_RETENTION_DAYS)."
     ),
-    batch_size: int = typer.Option(DEFAULT_BATCH_SIZE, "--batch-size", min=1, help="Rows per short transaction."),
+    batch_size: int | None = typer.Option(
+        None, "--batch-size", min=1, help="Rows per short transaction (default REMIT_PURGE_BATCH_SIZE)."
+    ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Count what would be deleted; delete nothing."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Delete processed_messages, delivery attempts and closed (replayed, resolved, discarded) dead letters
-    older than the retention. Open dead letters and the audit trail are kept. The retention must be at
-    least TTL + the longest retry delay + the replay window; a shorter one is refused.
+    older than the retention. Open dead letters and the audit trail are kept. A tenant deleted
+    (`remit tenants delete --confirm`) longer ago than its retention is erased whole: every row of every
+    table. The retention must be at least TTL + the longest retry delay + the replay window; a shorter one
+    is refused.
 
     Example: remit purge --dry-run
              remit purge --days 45
     """
-    policy = _policy(days, batch_size)
+    policy = retention_policy(get_settings(), days, batch_size)
     report = run(with_uow(lambda uow: purge_expired_records(uow, policy, dry_run=dry_run)))
     if as_json:
         console.print_json(to_json(asdict(report)))
@@ -57,6 +40,9 @@ def purge_command(
         own = ", ".join(f"{t} {d} days" for t, d in sorted(report.tenant_days.items())) or "none"
         console.print(f"retention: {report.days} days; tenants with their own: {own}")
         console.print(_report_table(report))
+        if report.erased:
+            erased = ", ".join(f"{table} {n}" for table, n in report.erased.items())
+            console.print(f"rows of deleted tenants erased: {erased}", markup=False, highlight=False)
 
 
 def _report_table(report: PurgeReport) -> Table:
@@ -75,5 +61,5 @@ def tenant_retention_command(
 
     Example: remit tenants retention anz 90
     """
-    run(with_uow(lambda uow: set_tenant_retention(uow, tenant_id, days, _policy(None))))
+    run(with_uow(lambda uow: set_tenant_retention(uow, tenant_id, days, retention_policy(get_settings()))))
     console.print(f"tenant {tenant_id}: retention {f'{days} days' if days else 'back to the default'}")

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from reconciliation import job
+from app.cli.progress import progress
+from app.cli.spark_extra import spark_extra_required
+from app.settings import get_settings, system_url
 from reconciliation import statuses as st
-from reconciliation.config import DEFAULT_GRACE_MINUTES, RunConfig, parse_as_of, resolve_database_url
-from reconciliation.report import print_report
+from reconciliation.config import DEFAULT_GRACE_MINUTES, RunConfig, parse_as_of
 
 
 def reconcile_command(
@@ -23,10 +23,21 @@ def reconcile_command(
         DEFAULT_GRACE_MINUTES, "--grace-minutes", min=0, help="Minutes after TTL before in-flight turns missing."
     ),
     database_url: str | None = typer.Option(
-        None, "--database-url", help="PostgreSQL URL (default: env REMIT_DATABASE_URL).", show_default=False
+        None,
+        "--database-url",
+        help="PostgreSQL URL (default: the system role's, REMIT_SYSTEM_DATABASE_URL or derived from "
+        "REMIT_DATABASE_URL): the snapshot is exported from it and the run recorded in it.",
+        show_default=False,
     ),
     snapshot: Path | None = typer.Option(
         None, "--snapshot", help="Reconcile an existing snapshot directory instead of exporting one."
+    ),
+    core_url: str | None = typer.Option(
+        None,
+        "--core-url",
+        help="The external core's base URL (default: REMIT_CORE_BANKING_URL): its journal is compared too "
+        "(three-way). Neither set: the embedded ledger, remit's records only.",
+        show_default=False,
     ),
 ) -> None:
     """Reconcile every batch: accepted = processed + dead-lettered + expired + in flight, money moved once.
@@ -37,8 +48,17 @@ def reconcile_command(
       remit reconcile --as-of 2025-05-02T00:00:00Z --out /var/lib/remit/recon/2025-05-02
       remit reconcile --as-of now --out /tmp/recon --master spark://spark-master:7077
 
+    With an external core (REMIT_CORE_BANKING_URL or --core-url) its journal is compared with remit's
+    records too: booked in both, only in the core, only in remit, amount/currency/transfer id mismatch.
+
     Exit status: 0 reconciled (PENDING alone is 0), 2 breaks found, 1 the job failed.
+    Needs the spark extra and Java: pip install 'remit[spark]'.
     """
+    settings = get_settings()
+    with spark_extra_required(settings.java_home):  # only this command needs them: `pip install remit` has neither
+        from reconciliation import job
+        from reconciliation.report import print_report
+
     console = Console()
     try:
         config = RunConfig(
@@ -46,27 +66,27 @@ def reconcile_command(
             out_dir=str(out),
             snapshot_dir=str(snapshot or out / "snapshot"),
             grace=timedelta(minutes=grace_minutes),
-            database_url=resolve_database_url(database_url),
+            database_url=database_url or system_url(settings),  # every tenant's rows: only remit_system sees them
+            core_url=core_url or settings.core_banking_url,
         )
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
     run_id, started_at = uuid.uuid4(), datetime.now(UTC)
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     try:
-        with Progress(*columns, console=console, transient=False) as progress:
-            step = progress.add_task("export snapshot", total=1)
+        with progress() as steps:
+            step = steps.task("export snapshot" + (" and the core's journal" if config.core_url else ""))
             counts = job.export(config) if snapshot is None else {}
-            progress.update(step, completed=1, description=f"export snapshot ({sum(counts.values()):,} rows)")
-            step = progress.add_task(f"reconcile (Spark {master})", total=1)
-            # Spark's own console progress bar would tear through the rich one.
+            step.finish(f"{sum(counts.values()):,} rows" if counts else "existing snapshot")
+            step = steps.task(f"reconcile (Spark {master})")
+            # Spark's own console progress bar would tear through ours.
             spark = job.build_spark({"spark.master": master, "spark.ui.showConsoleProgress": "false"})
             result = job.reconcile(spark, config)
             if counts:
                 result = replace(result, input_counts=counts)
-            progress.update(step, completed=1)
-            step = progress.add_task("record run and write reports", total=1)
+            step.finish(f"{result.message_count:,} messages")
+            step = steps.task("record run and write reports")
             job.finish(config, result, run_id, started_at)
-            progress.update(step, completed=1)
+            step.finish(f"{result.breaks.num_rows:,} breaks")
     except Exception as exc:
         console.print_exception()
         job.fail(config, run_id, started_at, repr(exc))

@@ -2,13 +2,25 @@
 
 import asyncio
 import time
+from dataclasses import dataclass
 
 import typer
 from rich.table import Table
 
-from app.cli.common import console, friendly_errors, run, with_uow
+from app.cli.common import console, err_console, friendly_errors, run, with_uow
+from app.known_filters import check_known
+from app.observability.relay_health import RelayState, relay_state
 from app.reporting.batch_summary import SummaryRow, batch_summary, recent_batches
+from app.settings import get_settings
 from app.storage.unit_of_work import UnitOfWorkFactory
+
+EXIT_STILL_IN_FLIGHT = 3
+
+
+@dataclass(frozen=True, slots=True)
+class StatusView:
+    rows: list[SummaryRow]
+    relay: RelayState
 
 
 async def wait_until_settled(
@@ -35,6 +47,7 @@ def summary_table(rows: list[SummaryRow]) -> Table:
         "cents",
         "dead-lettered",
         "in flight",
+        "over amqp",
     ):
         table.add_column(column, justify="left" if column in {"tenant", "batch", "cur"} else "right")
     for r in rows:
@@ -49,6 +62,7 @@ def summary_table(rows: list[SummaryRow]) -> Table:
             str(r.processed_cents),
             str(r.dead_lettered),
             str(r.in_flight),
+            str(r.amqp),
         )
     return table
 
@@ -58,18 +72,44 @@ def status(
     batch: list[str] = typer.Option([], "--batch", "-b", help="Batch id (repeatable). Default: latest."),
     tenant: str | None = typer.Option(None, "--tenant", "-t", help="Only this tenant's batches."),
     last: int = typer.Option(10, "--last", min=1, help="How many recent batches when none is named."),
-    wait: float = typer.Option(0, "--wait", min=0, help="Seconds to wait until nothing is in flight."),
+    wait: float = typer.Option(
+        0, "--wait", min=0, help="Seconds to wait until nothing is in flight; exit 3 if something still is."
+    ),
 ) -> None:
     """Show accepted, rejected, processed and in-flight payments per batch and currency.
+
+    Warns (on stderr) when no relay is leading while accepted payments wait in the outbox for longer than
+    REMIT_RELAY_BACKLOG_ALERT_SECONDS, and when rows the broker refused (unroutable) have waited that long.
+    Payments published directly over AMQP count under the correlation_id
+    they name, as accepted and processed once booked ("over amqp": how many of them).
 
     Example: remit status --tenant anz --wait 60
     """
 
-    async def go(uow: UnitOfWorkFactory) -> list[SummaryRow]:
-        batches = batch or await recent_batches(uow, tenant, last)
-        return await wait_until_settled(uow, batches, wait)
+    async def go(uow: UnitOfWorkFactory) -> StatusView:
+        await check_known(uow, tenant, batch, dash="--")
+        batches = batch or await recent_batches(uow, tenant, last, with_direct=True)
+        rows = [r for r in await wait_until_settled(uow, batches, wait) if tenant in (None, r.tenant_id)]
+        async with uow() as system:  # the relay's state is every tenant's: the operator's system scope
+            return StatusView(rows, await relay_state(system.connection))
 
-    rows = run(with_uow(go))
-    console.print(summary_table(rows))
-    if wait and any(r.in_flight for r in rows):
-        raise typer.Exit(3)
+    view = run(with_uow(go))
+    console.print(summary_table(view.rows))
+    threshold = get_settings().relay_backlog_alert_seconds
+    for problem in (view.relay.problem(threshold), view.relay.refusals(threshold)):
+        if problem:
+            err_console.print(f"[bold yellow]warning:[/] {problem}")
+    if wait and (left := still_in_flight(view.rows)):
+        err_console.print(f"[bold red]not settled:[/] waited {wait:g}s for nothing to be in flight; {left}")
+        raise typer.Exit(EXIT_STILL_IN_FLIGHT)
+
+
+def still_in_flight(rows: list[SummaryRow]) -> str | None:
+    """What --wait waited for and did not get, in one line: the payments and batches still in flight."""
+    waiting = [r for r in rows if r.in_flight]
+    if not waiting:
+        return None
+    batches = sorted({r.correlation_id for r in waiting})
+    shown = ", ".join(batches[:5]) + (f" and {len(batches) - 5} more" if len(batches) > 5 else "")
+    count = sum(r.in_flight for r in waiting)
+    return f"{count} payment(s) of {len(batches)} batch(es) still in flight (not processed, not dead-lettered): {shown}"

@@ -1,37 +1,21 @@
-"""`remit workers` (pool status and control) and `remit queues` (depths, safe deletion)."""
-
-import getpass
-import time
+"""`remit workers`: pool status and control (app/tenancy/pool_operations.py does both)."""
 
 import typer
 from rich.table import Table
 
-from app.cli.common import console, friendly_errors, run
-from app.cli.tenant_admin import tenant_admin
-from app.errors import UsageError
-from app.messaging.connection import connect, vhost_of
-from app.messaging.management import Management
-from app.messaging.topology import TIERS, Topology
+from app.cli.common import console, err_console, friendly_errors, run, with_operator
 from app.settings import get_settings
-from app.tenancy.queues import delete_when_drained
-from app.tenancy.workers import PoolStatus, pool_status, set_desired_state
+from app.tenancy.pool_operations import SYNC_SECONDS, Action, PoolStatus, apply_action, pool_status, tiers_of, unmanned
 
 workers_app = typer.Typer(help="Worker pools per tier: status, start, stop, restart.", no_args_is_help=True)
-queues_app = typer.Typer(help="Work queues: depths, and safe deletion of a dedicated queue.", no_args_is_help=True)
-SYNC_WAIT_SECONDS = 5.0  # consumer processes apply a desired state within their 2 s pool sync
-
-
-async def _status(tenant: str | None) -> list[PoolStatus]:
-    settings = get_settings()
-    async with tenant_admin() as admin:
-        management = Management(settings.rabbitmq_management_url)
-        return await pool_status(
-            admin.uow, management, Topology.from_settings(settings), vhost_of(settings.amqp_url), tenant
-        )
+TIER = typer.Option(None, "--tier", help="One tier (default: all).")
+NO_PROCESS_EXIT = 1  # a pool that should run has no consumer process: documented in README.md (Worker pools)
 
 
 def _table(rows: list[PoolStatus]) -> Table:
-    table = Table("pool", "tier", "queue", "desired", "processes", "workers", "running", "messages", "unacked")
+    table = Table(
+        "pool", "tier", "queue", "desired", "processes", "workers", "running", "paused", "messages", "unacked"
+    )
     for r in rows:
         table.add_row(
             r.pool,
@@ -41,6 +25,7 @@ def _table(rows: list[PoolStatus]) -> Table:
             str(r.processes),
             str(r.workers),
             str(r.running),
+            str(r.paused),
             str(r.messages),
             str(r.unacknowledged),
         )
@@ -50,101 +35,58 @@ def _table(rows: list[PoolStatus]) -> Table:
 @workers_app.command("status")
 @friendly_errors
 def status(tenant: str | None = typer.Option(None, "--tenant", help="Only the pools serving this tenant.")) -> None:
-    """Show worker pools: configured and running workers across consumer processes, queue depths.
+    """Show worker pools: configured and running workers across consumer processes, queue depths. Exits 1
+    with a warning when a pool that should run has no consumer process (its queue is not consumed).
 
     Example: remit workers status            remit workers status --tenant anz
     """
-    console.print(_table(run(_status(tenant))))
+    rows = run(
+        with_operator(lambda op: pool_status(op.uow, op.management, op.broker.topology, op.vhost, tenant, "--tenant"))
+    )
+    console.print(_table(rows))
+    if idle := unmanned(rows):
+        err_console.print(
+            f"[bold yellow]warning:[/] {', '.join(p.pool for p in idle)}: desired running but no consumer process "
+            "reported in the last 15 s, so nothing consumes their queues. Start consumers "
+            "(`faststream run app.main:app`), or `remit workers stop --tier <tier>` if that is intended."
+        )
+        raise typer.Exit(NO_PROCESS_EXIT)
 
 
-def _tiers(tier: str | None) -> list[str]:
-    if tier is not None and tier not in TIERS:
-        raise UsageError(f"tier {tier!r} is not one of {', '.join(TIERS)}")
-    return [tier] if tier else list(TIERS)
-
-
-async def _set(tiers: list[str], state: str) -> None:
-    async with tenant_admin() as admin:
-        await set_desired_state(admin.uow, tiers, state, getpass.getuser())
+def _act(action: Action, tier: str | None) -> list[str]:
+    tiers = tiers_of(tier, "--tier")
+    run(with_operator(lambda op: apply_action(op.uow, action, tiers, get_settings().actor)))
+    return tiers
 
 
 @workers_app.command("start")
 @friendly_errors
-def start(tier: str | None = typer.Option(None, "--tier", help="One tier (default: all).")) -> None:
+def start(tier: str | None = TIER) -> None:
     """Start the pools of a tier (or all) in every consumer process. Operators only.
 
     Example: remit workers start --tier basic
     """
-    run(_set(_tiers(tier), "running"))
-    console.print(f"pools {', '.join(_tiers(tier))}: running (applied within a few seconds)")
+    tiers = _act("start", tier)
+    console.print(f"pools {', '.join(tiers)}: running (applied within {SYNC_SECONDS} s)")
 
 
 @workers_app.command("stop")
 @friendly_errors
-def stop(tier: str | None = typer.Option(None, "--tier", help="One tier (default: all).")) -> None:
+def stop(tier: str | None = TIER) -> None:
     """Stop the pools of a tier (or all): in-flight payments finish, queued ones wait. Operators only.
 
     Example: remit workers stop --tier free
     """
-    run(_set(_tiers(tier), "stopped"))
-    console.print(f"pools {', '.join(_tiers(tier))}: stopped (applied within a few seconds; nothing is lost)")
+    tiers = _act("stop", tier)
+    console.print(f"pools {', '.join(tiers)}: stopped (applied within {SYNC_SECONDS} s; nothing is lost)")
 
 
 @workers_app.command("restart")
 @friendly_errors
-def restart(tier: str | None = typer.Option(None, "--tier", help="One tier (default: all).")) -> None:
+def restart(tier: str | None = TIER) -> None:
     """Stop, then start the pools of a tier (or all). Operators only.
 
     Example: remit workers restart --tier premium
     """
-    tiers = _tiers(tier)
-    run(_set(tiers, "stopped"))
-    time.sleep(SYNC_WAIT_SECONDS)
-    run(_set(tiers, "running"))
+    tiers = _act("restart", tier)
     console.print(f"pools {', '.join(tiers)}: restarted")
-
-
-@queues_app.command("list")
-@friendly_errors
-def list_queues() -> None:
-    """List remit's queues with their depths and consumers.
-
-    Example: remit queues list
-    """
-    settings = get_settings()
-    management = Management(settings.rabbitmq_management_url)
-    table = Table("queue", "messages", "ready", "unacked", "consumers")
-    for name, d in sorted(management.queue_depths(vhost_of(settings.amqp_url), None).items()):
-        table.add_row(
-            name, str(d["messages"]), str(d["messages_ready"]), str(d["messages_unacknowledged"]), str(d["consumers"])
-        )
-    console.print(table)
-
-
-async def _delete_when_drained(tenant: str, timeout: float) -> None:
-    settings = get_settings()
-    name = Topology.from_settings(settings).dedicated_queue(tenant)
-    async with tenant_admin() as admin:
-        if (await admin.show(tenant)).dedicated_queue:
-            raise UsageError(f"{tenant} still uses {name}: run `remit tenants dedicate {tenant} --off` first")
-    connection = await connect(settings.amqp_url, "remit-cli-queues")
-    try:
-        management = Management(settings.rabbitmq_management_url)
-        await delete_when_drained(connection, management, vhost_of(settings.amqp_url), name, timeout)
-    finally:
-        await connection.close()
-    console.print(f"{name} drained and deleted")
-
-
-@queues_app.command("delete")
-@friendly_errors
-def delete(
-    tenant: str = typer.Argument(..., help="The tenant whose dedicated queue to remove."),
-    timeout: float = typer.Option(300, help="Seconds to wait for the queue to drain."),
-) -> None:
-    """Delete a tenant's dedicated queue, safely: only after the tenant was moved back to its tier
-    (`remit tenants dedicate T --off`), and only once the queue is seen empty twice, ready and unacked.
-
-    Example: remit tenants dedicate anz --off && remit queues delete anz
-    """
-    run(_delete_when_drained(tenant, timeout))

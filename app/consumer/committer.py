@@ -6,6 +6,17 @@ Each tenant's share of a flush is one transaction in that tenant's row-level-sec
 PostgreSQL itself refuses a write to another tenant's rows; the tenants' transactions run side by side.
 Only after its transactions commit does a worker get its outcomes, so the broker ack always follows the
 durable effect.
+
+In a tenant's transaction the payments' idempotency records are claimed first (one statement); only the ones
+claimed now go to the core (app/consumer/core_banking.py), before the transaction commits: the embedded core
+books them in the same transaction, an external one in its own system, and what it said is recorded here (its
+transfer ids beside the records; a failed booking's record removed). So whatever crashes before our commit,
+the retry finds the id free and sends the same key, which an external core answers with its recorded outcome.
+
+A payment is identified by (tenant_id, message_id): the message_id is the tenant's own idempotency key.
+When PostgreSQL refuses a row of a tenant's share (a constraint, a value), the share is split in halves
+and each committed, recursively, so that only the payment at fault fails (permanently) and the others
+commit in the same flush. A lost connection is not the data's fault: the whole share is retried.
 """
 
 import asyncio
@@ -16,16 +27,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
-from sqlalchemy import bindparam, delete, select, text
-from sqlalchemy.dialects.postgresql import ARRAY, INTEGER, VARCHAR
-from sqlalchemy.dialects.postgresql import UUID as PG_UUID
-from sqlalchemy.ext.asyncio import AsyncConnection
-
-from app.consumer.core_banking import CoreBanking
-from app.errors import RemitError, ServiceUnavailable, UnknownTenant
+from app.consumer.core_banking import Booked, CoreBanking, CoreOutcome
+from app.consumer.digest import payment_digest
+from app.errors import CommitFailed, ConflictingDuplicate, MessageFailure, RefusedByDatabase, UnknownTenant
 from app.observability.metrics import ObserveStage, ignore_stage
-from app.storage.tables import processed_messages, tenants
-from app.storage.unit_of_work import UnitOfWorkFactory
+from app.storage.db_errors import describe, row_refused
+from app.storage.ports.idempotency import IdempotencyRecords
+from app.storage.unit_of_work import UnitOfWork, UnitOfWorkFactory
 from contracts import PaymentMessage
 
 
@@ -34,7 +42,8 @@ class Outcome(enum.Enum):
     DUPLICATE = "duplicate"
 
 
-Result = Outcome | RemitError
+Result = Outcome | MessageFailure
+PaymentKey = tuple[str, UUID]  # (tenant_id, message_id)
 
 
 @dataclass(slots=True)
@@ -46,21 +55,6 @@ class _Submission:
     submitted: float  # monotonic
 
 
-_CLAIM = text(
-    """
-    INSERT INTO processed_messages (message_id, tenant_id, correlation_id, attempt)
-    SELECT * FROM unnest(:ids, :tenants, :batches, :attempts)
-    ON CONFLICT (message_id) DO NOTHING
-    RETURNING message_id
-    """
-).bindparams(
-    bindparam("ids", type_=ARRAY(PG_UUID(as_uuid=True))),
-    bindparam("tenants", type_=ARRAY(VARCHAR)),
-    bindparam("batches", type_=ARRAY(VARCHAR)),
-    bindparam("attempts", type_=ARRAY(INTEGER)),
-)
-
-
 class GroupCommitter:
     def __init__(
         self,
@@ -69,9 +63,11 @@ class GroupCommitter:
         max_batch: int,
         after_commit: Callable[[], None] = lambda: None,
         observe: ObserveStage = ignore_stage,
+        after_core: Callable[[], None] = lambda: None,
     ) -> None:
         self._observe = observe
         self._after_commit = after_commit
+        self._after_core = after_core
         self._uow_factory = uow_factory
         self._core_banking = core_banking
         self._max_batch = max_batch
@@ -91,27 +87,24 @@ class GroupCommitter:
         while not self._queue.empty():  # nobody will commit these: their workers must not wait forever
             submission = self._queue.get_nowait()
             if not submission.done.done():
-                submission.done.set_exception(ServiceUnavailable("the group committer stopped"))
+                submission.done.set_exception(CommitFailed("the group committer stopped"))
 
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
 
-    async def _tenant_known(self, connection: AsyncConnection, tenant_id: str) -> bool:
-        if tenant_id not in self._known_tenants:
-            query = select(tenants.c.tenant_id).where(tenants.c.tenant_id == tenant_id)
-            if (await connection.execute(query)).first() is not None:
-                self._known_tenants.add(tenant_id)
+    async def _tenant_known(self, uow: UnitOfWork, tenant_id: str) -> bool:
+        if tenant_id not in self._known_tenants and await uow.tenants.exists(tenant_id):
+            self._known_tenants.add(tenant_id)
         return tenant_id in self._known_tenants
 
     async def was_processed(self, payment: PaymentMessage) -> bool:
         async with self._uow_factory(payment.tenant_id) as uow:
-            query = select(processed_messages.c.message_id).where(processed_messages.c.message_id == payment.message_id)
-            return (await uow.connection.execute(query)).first() is not None
+            return await uow.idempotency.is_recorded(payment.tenant_id, payment.message_id)
 
     async def commit_many(self, payments: Sequence[PaymentMessage]) -> list[Result]:
         """Return once the payments' effects are durable: for each payment, its outcome or its failure."""
         if not self.running():
-            raise ServiceUnavailable("the group committer is not running")
+            raise CommitFailed("the group committer is not running")
         if not payments:
             return []
         done: asyncio.Future[list[Result]] = asyncio.get_running_loop().create_future()
@@ -132,64 +125,118 @@ class GroupCommitter:
 
     async def _flush(self, batch: list[_Submission]) -> None:
         payments = [p for submission in batch for p in submission.payments]
-        firsts = _first_per_message(payments)
+        firsts = _first_per_payment(payments)
         by_tenant: dict[str, list[PaymentMessage]] = defaultdict(list)
         for payment in firsts.values():
             by_tenant[payment.tenant_id].append(payment)
-        results: dict[UUID, Result] = {}
-        for outcome in await asyncio.gather(*(self._commit_or_fail(t, items) for t, items in by_tenant.items())):
-            results.update(outcome)
+        shares = await asyncio.gather(*(self._commit_or_split(t, items) for t, items in by_tenant.items()))
+        results = dict(zip(by_tenant, shares, strict=True))
         for submission in batch:
-            # A second copy in the same flush: the first one decides, this one is a duplicate.
+            # A second copy in the same flush: the first one decides, this one is a duplicate (or a conflict).
             outcomes = [
-                results[p.message_id] if firsts[p.message_id] is p else Outcome.DUPLICATE for p in submission.payments
+                results[p.tenant_id][p.message_id]
+                if (first := firsts[p.tenant_id, p.message_id]) is p
+                else _copy_of(first, results[p.tenant_id][p.message_id], p)
+                for p in submission.payments
             ]
             if not submission.done.done():
                 submission.done.set_result(outcomes)
 
-    async def _commit_or_fail(self, tenant_id: str, items: list[PaymentMessage]) -> dict[UUID, Result]:
+    async def _commit_or_split(self, tenant_id: str, items: Sequence[PaymentMessage]) -> dict[UUID, Result]:
+        """Commit a tenant's share; if PostgreSQL refuses a row, commit each half the same way."""
         try:
             return await self._commit_tenant(tenant_id, items)
-        except Exception as exc:  # the transaction failed: every payment in it may be retried
-            error = ServiceUnavailable(f"commit failed: {type(exc).__name__}: {exc}")
-            return {p.message_id: error for p in items}
+        except Exception as exc:  # never str(exc): it carries the statement's parameters
+            if not row_refused(exc):  # the connection or the server failed: every payment may be retried
+                error: MessageFailure = CommitFailed(f"commit failed: {describe(exc)}")
+                return {p.message_id: error for p in items}
+            if len(items) == 1:
+                error = RefusedByDatabase(f"PostgreSQL refused this payment: {describe(exc)}")
+                return {items[0].message_id: error}
+        half = len(items) // 2
+        return {
+            **await self._commit_or_split(tenant_id, items[:half]),
+            **await self._commit_or_split(tenant_id, items[half:]),
+        }
 
     async def _commit_tenant(self, tenant_id: str, items: Sequence[PaymentMessage]) -> dict[UUID, Result]:
         async with self._uow_factory(tenant_id) as uow:
-            if not await self._tenant_known(uow.connection, tenant_id):
+            if not await self._tenant_known(uow, tenant_id):
                 error = UnknownTenant(f"tenant {tenant_id!r} is not known to remit")
                 return {p.message_id: error for p in items}
-            rows = await uow.connection.execute(_CLAIM, _claim_params(items))
-            new_ids = {row.message_id for row in rows}
+            digests = [payment_digest(p) for p in items]
+            new_ids = await uow.idempotency.claim(items, digests)
             new = [p for p in items if p.message_id in new_ids]
-            failures = await self._core_banking.book(uow.connection, new)
-            if failures:
-                # A failed booking must not leave an idempotency record behind: the retry needs it free.
-                await uow.connection.execute(
-                    delete(processed_messages).where(processed_messages.c.message_id.in_(list(failures)))
-                )
+            duplicates = {
+                p.message_id: (p, d) for p, d in zip(items, digests, strict=True) if p.message_id not in new_ids
+            }
+            conflicts = await _conflicts(uow.idempotency, tenant_id, duplicates)
+            failures = await _record(uow.idempotency, tenant_id, new, await self._book(uow, new))
+            if new:
+                self._after_core()  # a fault point (tests): the core committed, remit has not
             await uow.commit()
         self._after_commit()
-        return {p.message_id: _outcome(p.message_id, new_ids, failures) for p in items}
+        return {p.message_id: _outcome(p.message_id, new_ids, {**conflicts, **failures}) for p in items}
+
+    async def _book(self, uow: UnitOfWork, payments: Sequence[PaymentMessage]) -> list[CoreOutcome]:
+        return await self._core_banking.book(payments, uow.ledger) if payments else []
 
 
-def _first_per_message(payments: Sequence[PaymentMessage]) -> dict[UUID, PaymentMessage]:
-    firsts: dict[UUID, PaymentMessage] = {}
+async def _record(
+    records: IdempotencyRecords, tenant_id: str, payments: Sequence[PaymentMessage], outcomes: Sequence[CoreOutcome]
+) -> dict[UUID, MessageFailure]:
+    """What the core said, beside the idempotency records: its transfer ids; and the failed bookings' records
+    removed, so that a retry or a replay is not mistaken for a duplicate. Returns the failures."""
+    failures: dict[UUID, MessageFailure] = {}
+    transfers: dict[UUID, str] = {}
+    for payment, outcome in zip(payments, outcomes, strict=True):
+        if not isinstance(outcome, Booked):
+            failures[payment.message_id] = outcome
+        elif outcome.transfer_id is not None:
+            transfers[payment.message_id] = outcome.transfer_id
+    if failures:
+        await records.release(tenant_id, failures)
+    if transfers:
+        await records.record_transfers(tenant_id, transfers)
+    return failures
+
+
+def _first_per_payment(payments: Sequence[PaymentMessage]) -> dict[PaymentKey, PaymentMessage]:
+    firsts: dict[PaymentKey, PaymentMessage] = {}
     for payment in payments:
-        firsts.setdefault(payment.message_id, payment)
+        firsts.setdefault((payment.tenant_id, payment.message_id), payment)
     return firsts
 
 
-def _claim_params(payments: Sequence[PaymentMessage]) -> dict[str, list[object]]:
+async def _conflicts(
+    records: IdempotencyRecords, tenant_id: str, duplicates: Mapping[UUID, tuple[PaymentMessage, bytes]]
+) -> dict[UUID, MessageFailure]:
+    """The duplicates whose recorded payment differs from theirs: a used id reused for another payment."""
+    if not duplicates:
+        return {}
+    recorded = await records.digests(tenant_id, duplicates)
     return {
-        "ids": [p.message_id for p in payments],
-        "tenants": [p.tenant_id for p in payments],
-        "batches": [p.correlation_id for p in payments],
-        "attempts": [p.retry_count + 1 for p in payments],
+        message_id: _conflict(payment, digest)
+        for message_id, (payment, mine) in duplicates.items()
+        if (digest := recorded.get(message_id)) is not None and digest != mine
     }
 
 
-def _outcome(message_id: UUID, new_ids: set[UUID], failures: Mapping[UUID, RemitError]) -> Result:
+def _copy_of(first: PaymentMessage, first_result: Result, copy: PaymentMessage) -> Result:
+    """A second copy of a (tenant, id) in one flush: the same payment as the record is a duplicate."""
+    recorded = first_result.recorded_digest if isinstance(first_result, ConflictingDuplicate) else payment_digest(first)
+    return Outcome.DUPLICATE if payment_digest(copy) == recorded else _conflict(copy, recorded)
+
+
+def _conflict(payment: PaymentMessage, recorded: bytes) -> ConflictingDuplicate:
+    return ConflictingDuplicate(
+        f"message_id {payment.message_id} was already used by tenant {payment.tenant_id!r} for a different "
+        "payment (reference, amount, currency, accounts or batch differ): resubmit it with a new message_id",
+        recorded,
+    )
+
+
+def _outcome(message_id: UUID, new_ids: set[UUID], failures: Mapping[UUID, MessageFailure]) -> Result:
     if message_id in failures:
         return failures[message_id]
     return Outcome.PROCESSED if message_id in new_ids else Outcome.DUPLICATE

@@ -1,8 +1,19 @@
 """What the consumer knows about one delivery, independent of the AMQP client library."""
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from app.messaging import headers
+
+
+@dataclass(frozen=True, slots=True)
+class Truncated:
+    """The body was cut to a prefix on arrival; what was published was this long, with this SHA-256."""
+
+    length: int
+    sha256: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -15,3 +26,39 @@ class Delivery:
     user_id: str | None = None
     redelivered: bool = False
     routing_key: str | None = None
+    truncated: Truncated | None = None
+
+    @property
+    def size(self) -> int:
+        """The body's size as published, even when only a prefix of it was kept."""
+        return self.truncated.length if self.truncated else len(self.body)
+
+    def body_headers(self) -> dict[str, Any]:
+        """What a republished copy says about its body: nothing when it is whole."""
+        if self.truncated is None:
+            return {}
+        return {
+            headers.BODY_TRUNCATED: True,
+            headers.BODY_LENGTH: self.truncated.length,
+            headers.BODY_SHA256: self.truncated.sha256,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class BodyLimits:
+    """How many bytes of a delivery the consumer holds: a body over `cap` is cut to its first `prefix`
+    bytes on arrival, so each delivery held costs at most max(cap, prefix); a pool holds at most
+    `pool_bytes` of them."""
+
+    cap: int
+    prefix: int
+    pool_bytes: int
+
+    def keep(self, body: bytes) -> tuple[bytes, Truncated | None]:
+        if len(body) <= self.cap:
+            return body, None
+        return body[: self.prefix], Truncated(len(body), hashlib.sha256(body).hexdigest())
+
+    def window(self, deliveries: int) -> int:
+        """A pool's window: the deliveries asked for, but never more than its bytes allow."""
+        return max(1, min(deliveries, self.pool_bytes // max(self.cap, self.prefix)))

@@ -1,26 +1,39 @@
 """Turn a raw delivery into a trusted PaymentMessage, or say precisely why it cannot be one."""
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
 from uuid import UUID
 
 from pydantic import ValidationError
 
 from app.consumer.delivery import Delivery
-from app.errors import InvalidMessage, MessageExpired, TenantMismatch
+from app.errors import InvalidMessage, MessageExpired, MessageTooLarge, TenantMismatch
 from app.messaging import headers
-from app.tenancy.broker_users import broker_user
+from app.payment_rules import PaymentRules, size_violation
+from app.storage.ports.tenants import TenantLimits
+from app.tenancy.identity import PublisherIdentity
 from contracts import PaymentMessage
 
 JSON = "application/json"
 
 
-def read_payment(delivery: Delivery, max_bytes: int, trusted_publishers: frozenset[str]) -> PaymentMessage:
+@dataclass(frozen=True, slots=True)
+class IntakePolicy:
+    max_bytes: int  # the hard cap on any body, whoever sent it
+    publishers: PublisherIdentity
+    rules: PaymentRules
+
+
+def read_payment(
+    delivery: Delivery, policy: IntakePolicy, tenants: Mapping[str, TenantLimits], now: datetime
+) -> PaymentMessage:
     """Everything but the TTL, which needs the idempotency record (see the processor)."""
-    _check_envelope(delivery, max_bytes)
+    _check_envelope(delivery, policy.max_bytes)
     message = _parse(delivery.body)
     _check_identity(delivery, message)
-    _check_publisher(delivery, message, trusted_publishers)
-    if not message.validation_result.passed:
-        raise InvalidMessage("validation_result.passed is false: the publisher did not validate this payment")
+    _check_publisher(delivery, message, policy.publishers)
+    _check_rules(delivery, message, policy.rules, tenants.get(message.tenant_id), now)
     return message
 
 
@@ -29,8 +42,9 @@ def expired(message: PaymentMessage) -> MessageExpired:
 
 
 def _check_envelope(delivery: Delivery, max_bytes: int) -> None:
-    if len(delivery.body) > max_bytes:
-        raise InvalidMessage(f"body is {len(delivery.body)} bytes, over the {max_bytes}-byte limit")
+    if delivery.size > max_bytes:
+        kept = f"; only its first {len(delivery.body)} bytes were kept" if delivery.truncated else ""
+        raise MessageTooLarge(f"body is {delivery.size} bytes, over the {max_bytes}-byte limit{kept}")
     content_type = (delivery.content_type or "").split(";")[0].strip().lower()
     if content_type != JSON:
         raise InvalidMessage(f"content_type must be {JSON}, got {delivery.content_type!r}")
@@ -60,12 +74,24 @@ def _check_identity(delivery: Delivery, message: PaymentMessage) -> None:
         )
 
 
-def _check_publisher(delivery: Delivery, message: PaymentMessage, trusted: frozenset[str]) -> None:
+def _check_publisher(delivery: Delivery, message: PaymentMessage, publishers: PublisherIdentity) -> None:
     # RabbitMQ validates user_id against the login, so it names the real publisher; absent, it names nobody.
     if delivery.user_id is None:
         raise TenantMismatch("no AMQP user_id: the publisher cannot be authenticated")
-    if delivery.user_id not in trusted and delivery.user_id != broker_user(message.tenant_id):
+    if not publishers.may_publish_for(delivery.user_id, message.tenant_id):
         raise TenantMismatch(f"user_id {delivery.user_id!r} may not publish for tenant {message.tenant_id!r}")
+
+
+def _check_rules(
+    delivery: Delivery, message: PaymentMessage, rules: PaymentRules, tenant: TenantLimits | None, now: datetime
+) -> None:
+    # An unknown tenant has no size limit of its own: the committer refuses its payments anyway.
+    oversize = size_violation(delivery.size, tenant.max_message_bytes) if tenant is not None else None
+    if oversize is not None:
+        raise MessageTooLarge(oversize)
+    errors = rules.violations(message, now)
+    if errors:
+        raise InvalidMessage("; ".join(errors))
 
 
 def _same_id(amqp_id: str, body_id: UUID) -> bool:

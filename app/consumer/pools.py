@@ -3,6 +3,10 @@
 Each consumer process polls PostgreSQL for the desired state of each tier's pools (admins start and stop
 them with `remit workers ...` or the admin API, from any process) and for dedicated queues, applies it,
 and writes a heartbeat per pool that `remit workers status` reads.
+
+The core-banking circuit breaker pauses every pool of the process while it is open (`follow_breaker`): their
+AMQP consumers are cancelled, so the broker keeps the messages (and their TTLs keep running), and the pools
+an admin wants running start again by themselves when it closes.
 """
 
 import asyncio
@@ -12,14 +16,14 @@ import socket
 from dataclasses import dataclass
 
 from aio_pika.abc import AbstractConnection
-from sqlalchemy import func, select
-from sqlalchemy.dialects.postgresql import insert
 
+from app.consumer.breaker import BreakerState, BreakerStatus
+from app.consumer.delivery import BodyLimits
 from app.consumer.worker import ProcessBatch, QueueWorkers
 from app.messaging.queues import ready_count
 from app.messaging.topology import TIERS, Topology
 from app.observability.metrics import ObserveStage, ignore_stage
-from app.storage.tables import tenants, worker_heartbeats, worker_pools
+from app.storage.ports.worker_pools import RUNNING, Heartbeat
 from app.storage.unit_of_work import UnitOfWorkFactory
 
 log = logging.getLogger("remit.pools")
@@ -52,6 +56,7 @@ class WorkerSettings:
     workers: dict[str, int]  # per tier
     prefetch: int
     max_batch: int
+    bodies: BodyLimits
 
 
 class PoolManager:
@@ -69,6 +74,9 @@ class PoolManager:
         self._settings = settings
         self._process = process
         self.process_id = f"{socket.gethostname()}:{os.getpid()}"
+        self.paused_by: str | None = None  # why every pool is paused (the open breaker); None: not paused
+        self._desired: dict[str, str] = {}  # tier -> desired state, as the last sync read it
+        self._applying = asyncio.Lock()  # a sync and a pause or resume never interleave their starts and stops
         self.pools: dict[str, Pool] = {}
         for tier in TIERS:
             self.pools[tier] = self._pool(tier, tier, topology.tier_queue(tier))
@@ -86,25 +94,36 @@ class PoolManager:
             self._settings.prefetch,
             self._settings.max_batch,
             self._process,
+            self._settings.bodies,
             self._observe,
         )
         return Pool(name, tier, workers)
 
     async def sync(self, uow_factory: UnitOfWorkFactory) -> None:
         async with uow_factory() as uow:
-            states = await uow.connection.execute(select(worker_pools.c.tier, worker_pools.c.desired_state))
-            desired: dict[str, str] = {row.tier: row.desired_state for row in states}
-            query = select(tenants.c.tenant_id).where(tenants.c.dedicated_queue.is_(True))
-            dedicated = (await uow.connection.execute(query)).scalars().all()
-        for tenant_id in dedicated:
-            await self._ensure_dedicated(tenant_id)
-        await self._forget_deleted_queues()
+            desired = await uow.worker_pools.desired_states()
+            dedicated = await uow.tenants.dedicated()
+        async with self._applying:
+            self._desired = desired
+            for tenant_id in dedicated:
+                await self._ensure_dedicated(tenant_id)
+            await self._forget_deleted_queues()
+            await self._apply()
+        await self._heartbeat(uow_factory)
+
+    async def _apply(self) -> None:
         for pool in list(self.pools.values()):
-            if desired.get(pool.tier, "running") == "running":
+            if self.paused_by is None and self._desired.get(pool.tier, RUNNING) == RUNNING:
                 await pool.start()
             else:
                 await pool.stop()
-        await self._heartbeat(uow_factory)
+
+    async def follow_breaker(self, status: BreakerStatus) -> None:
+        """The core-banking breaker's listener: open pauses every pool, closed resumes the ones meant to run."""
+        async with self._applying:
+            self.paused_by = "core banking circuit breaker open" if status.state is BreakerState.OPEN else None
+            await self._apply()
+        log.info("pools %s: %s", "paused" if self.paused_by else "resumed", status.state)
 
     async def _ensure_dedicated(self, tenant_id: str) -> None:
         name = f"tenant:{tenant_id}"
@@ -121,24 +140,12 @@ class PoolManager:
                 del self.pools[name]
 
     async def _heartbeat(self, uow_factory: UnitOfWorkFactory) -> None:
-        rows = [
-            {
-                "process_id": self.process_id,
-                "pool": p.name,
-                "tier": p.tier,
-                "queue": p.queue,
-                "workers": p.workers.size,
-                "running": p.running,
-            }
+        beats = [
+            Heartbeat(self.process_id, p.name, p.tier, p.queue, p.workers.size, p.running, self.paused_by)
             for p in self.pools.values()
         ]
-        statement = insert(worker_heartbeats).values(rows)
-        statement = statement.on_conflict_do_update(
-            index_elements=["process_id", "pool"],
-            set_={"workers": statement.excluded.workers, "running": statement.excluded.running, "at": func.now()},
-        )
         async with uow_factory() as uow:
-            await uow.connection.execute(statement)
+            await uow.worker_pools.beat(beats)
             await uow.commit()
 
     async def run_forever(self, uow_factory: UnitOfWorkFactory, every: float) -> None:

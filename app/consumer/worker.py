@@ -8,6 +8,11 @@ has arrived to a free worker (natural batching: one message at low load, a full 
 the worker gives it to the processor (one group commit) and reports it settled. Acks go out as one
 `basic.ack(multiple)` for the longest run of settled deliveries at the head of the channel (see
 Settlements), never covering an unsettled one.
+
+Bytes are bounded as well as deliveries: a body over the hard cap is cut to a prefix the moment it
+arrives (its length and SHA-256 kept, the original dropped), and a pool's window is never more
+deliveries than its byte budget allows (BodyLimits). Lowering basic.qos would not do: RabbitMQ applies a
+new prefetch only to consumers started after it, and quorum queues refuse a channel-wide (global) one.
 """
 
 import asyncio
@@ -19,7 +24,7 @@ from typing import Any
 from aio_pika.abc import AbstractChannel, AbstractConnection, AbstractIncomingMessage, AbstractQueue
 from aio_pika.exceptions import ChannelInvalidStateError
 
-from app.consumer.delivery import Delivery
+from app.consumer.delivery import BodyLimits, Delivery, Truncated
 from app.messaging import headers
 from app.observability.metrics import ObserveStage, ignore_stage
 
@@ -96,6 +101,7 @@ class QueueWorkers:
         prefetch: int,
         max_batch: int,
         process: ProcessBatch,
+        bodies: BodyLimits,
         observe: ObserveStage = ignore_stage,
     ) -> None:
         self.queue_name = queue
@@ -103,10 +109,12 @@ class QueueWorkers:
         self.size = max(1, workers)
         self._connection = connection
         self._arguments = dict(queue_arguments) if queue_arguments is not None else None
-        self._prefetch = prefetch * self.size
+        self._bodies = bodies
+        self._prefetch = bodies.window(prefetch * self.size)
         self._max_batch = max(1, max_batch)
         self._process = process
         self._buffer: list[AbstractIncomingMessage] = []
+        self._deliveries: list[Delivery] = []  # what the processor gets, one per buffered message
         self._arrivals: list[float] = []  # arrival time (epoch seconds) of each buffered delivery
         self._arrived = asyncio.Event()
         self._settlements = Settlements()
@@ -159,8 +167,14 @@ class QueueWorkers:
         self._channel = None
 
     async def _on_message(self, message: AbstractIncomingMessage) -> None:
+        body, truncated = self._bodies.keep(message.body)
+        if truncated is not None:
+            # The oversize original is dropped here, before anything buffers it. (`body` is a slot of the
+            # concrete IncomingMessage; the abstract class only annotates it.)
+            message.body = body  # type: ignore[misc]
         self._settlements.delivered(message)
         self._buffer.append(message)
+        self._deliveries.append(_delivery(message, self.queue_name, truncated))
         self._arrivals.append(time.time())
         self._arrived.set()
 
@@ -174,12 +188,12 @@ class QueueWorkers:
                 await self._arrived.wait()
                 continue
             await self._slots.acquire()
-            batch = self._buffer[: self._max_batch]
-            del self._buffer[: self._max_batch]
+            batch, deliveries = self._buffer[: self._max_batch], self._deliveries[: self._max_batch]
+            del self._buffer[: self._max_batch], self._deliveries[: self._max_batch]
             self._observe_arrival(batch[0], self._arrivals[0])
             del self._arrivals[: self._max_batch]
             self._in_flight += 1
-            task = asyncio.create_task(self._settle(batch))
+            task = asyncio.create_task(self._settle(batch, deliveries))
             self._batches.add(task)
             task.add_done_callback(self._batches.discard)
 
@@ -189,18 +203,18 @@ class QueueWorkers:
         if published is not None:
             self._observe("delivered", max(arrived - published, 0.0))  # publish to our callback
 
-    async def _settle(self, batch: list[AbstractIncomingMessage]) -> None:
+    async def _settle(self, batch: list[AbstractIncomingMessage], deliveries: list[Delivery]) -> None:
         try:
-            await self._settle_batch(batch)
+            await self._settle_batch(batch, deliveries)
         finally:
             self._in_flight -= 1
             self._slots.release()
             self._arrived.set()  # a worker is free: the dispatcher may take a smaller batch now
 
-    async def _settle_batch(self, batch: list[AbstractIncomingMessage]) -> None:
+    async def _settle_batch(self, batch: list[AbstractIncomingMessage], deliveries: list[Delivery]) -> None:
         started = time.monotonic()
         try:
-            settled = await self._process([_delivery(m, self.queue_name) for m in batch])
+            settled = await self._process(deliveries)
         except Exception:  # a bug, not a bad message: nothing in the batch may be acked
             log.exception("processing a batch of %d from %s failed", len(batch), self.queue_name)
             settled = [False] * len(batch)
@@ -215,7 +229,7 @@ class QueueWorkers:
             log.warning("could not settle %d deliveries from %s", len(batch), self.queue_name, exc_info=True)
 
 
-def _delivery(message: AbstractIncomingMessage, queue: str) -> Delivery:
+def _delivery(message: AbstractIncomingMessage, queue: str, truncated: Truncated | None) -> Delivery:
     return Delivery(
         body=message.body,
         queue=queue,
@@ -225,4 +239,5 @@ def _delivery(message: AbstractIncomingMessage, queue: str) -> Delivery:
         user_id=message.user_id,
         redelivered=bool(message.redelivered),
         routing_key=message.routing_key,
+        truncated=truncated,
     )

@@ -1,7 +1,14 @@
 """What the archiver makes of one delivery from the dead-letter queue: a row for the dead-letter store.
 
-Nothing here may raise on odd input. A dead letter is evidence: it is stored as it came, with NULLs
-where a field cannot be read, and with a reason even when nobody gave one.
+Nothing here may raise on odd input. A dead letter is evidence: it is stored as it came (its body cut to
+a bounded prefix, with the full length and SHA-256), with NULLs where a field cannot be read, and with a
+reason even when nobody gave one.
+
+Who published it decides what is believed (app/tenancy/identity.py). Our `remit-*` headers are believed
+only from a trusted publisher (the consumer dead-letters as the service's login). From anyone else (the
+broker dead-lettered a tenant's own message on expiry or delivery limit, and the tenant's user_id stays
+on it) they are stored apart as claims: the reason comes from `x-death` alone and the tenant from the
+publisher's identity.
 """
 
 import base64
@@ -17,10 +24,13 @@ from uuid import UUID
 
 from app.deadletters import reasons
 from app.messaging import headers as h
+from app.storage.text import storable
+from app.tenancy.identity import PublisherIdentity
 
 MAX_DEPTH = 16
 INT32_MAX = 2**31 - 1
 BIGINT_MAX = 2**63 - 1
+SHA256_HEX = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,37 +39,115 @@ class IncomingDeadLetter:
     headers: Mapping[str, Any] = field(default_factory=dict)
     message_id: str | None = None
     correlation_id: str | None = None
+    user_id: str | None = None  # validated by RabbitMQ: who published the message (or dead-lettered it)
+    routing_key: str | None = None  # the key it was published with
 
 
-def to_row(incoming: IncomingDeadLetter, now: datetime) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class Archiving:
+    """What the archiver needs besides the delivery: whom to believe, and how much body to keep."""
+
+    identity: PublisherIdentity
+    body_max_bytes: int
+
+
+def to_row(incoming: IncomingDeadLetter, now: datetime, archiving: Archiving) -> dict[str, Any]:
     """The dead_letters row for one delivery (first_failed_at is settled by the store)."""
     raw = incoming.headers if isinstance(incoming.headers, Mapping) else {}
+    trusted = archiving.identity.is_trusted(incoming.user_id)
+    believed, claims = split_claims(raw, trusted)
     death = latest_death(raw)
-    reason = reason_of(raw, death)
-    failed_at, event = failure_event(raw, death, now)
-    body = body_fields(incoming.body)
-    message_id = as_uuid(incoming.message_id) or as_uuid(body.get("message_id"))
-    identity = str(message_id) if message_id else "sha256:" + hashlib.sha256(incoming.body).hexdigest()
-    error_type, error_message = error_of(raw, death, reason)
+    reason = reason_of(believed, death)
+    failed_at, event = failure_event(believed, death, now)
+    attribution = archiving.identity.attribute(incoming.user_id, incoming.routing_key, believed)
+    body = bounded_body(incoming.body, believed, archiving.body_max_bytes)
+    fields = body_fields(incoming.body) if not body.truncated else {}
+    message_id = as_uuid(incoming.message_id) or as_uuid(fields.get("message_id"))
+    identity = str(message_id) if message_id else "sha256:" + body.sha256
+    error_type, error_message = error_of(believed, death, reason)
+    claimed = claimed_tenant(attribution.tenant, raw.get(h.TENANT), fields.get("tenant_id"))
+    # The body is part of the event: x-death times have one-second resolution, and two different messages
+    # under one id (a reused id) expiring in the same second are two dead letters, not a redelivery.
+    event_hash = hashlib.sha256(f"{event}|{body.sha256}".encode()).hexdigest()[:32]
     return {
-        "dedup_key": f"{identity}|{reason}|{hashlib.sha256(event.encode()).hexdigest()[:32]}",
+        # The tenant is part of the key: another tenant's dead letter of the same message_id can never
+        # take this one's place.
+        "dedup_key": f"{attribution.tenant or '-'}|{identity}|{reason}|{event_hash}",
         "message_id": message_id,
-        "tenant_id": clean(as_text(raw.get(h.TENANT)), 32),
-        "correlation_id": clean(as_text(incoming.correlation_id), 64) or clean(as_text(body.get("correlation_id")), 64),
-        "payment_reference": clean(as_text(body.get("payment_reference")), 200),
-        "amount_cents": amount_of(body.get("amount_cents")),
-        "currency": currency_of(body.get("currency")),
+        "tenant_id": attribution.tenant,
+        "tenant_basis": attribution.basis,
+        "published_by": clean(published_by(believed, incoming.user_id, trusted), 255),
+        "claimed_tenant": claimed,
+        "claims": json_safe(claims),
+        "security_event": reason == reasons.TENANT_MISMATCH or claimed is not None or bool(claims),
+        "correlation_id": clean(as_text(incoming.correlation_id), 64)
+        or clean(as_text(fields.get("correlation_id")), 64),
+        "payment_reference": clean(as_text(fields.get("payment_reference")), 200),
+        "amount_cents": amount_of(fields.get("amount_cents")),
+        "currency": currency_of(fields.get("currency")),
         "reason": reason,
         "error_type": clean(error_type, 200),
         "error_message": clean(error_message, 4000),
-        "attempts": attempts_of(raw, death),
+        "attempts": attempts_of(believed, death),
         "last_failed_at": failed_at,
-        "original_queue": clean(as_text(raw.get(h.ORIGINAL_QUEUE)), 255)
+        "original_queue": clean(as_text(believed.get(h.ORIGINAL_QUEUE)), 255)
         or clean(as_text(death.get("queue") if death else None), 255),
-        "body": incoming.body,
-        "headers": json_safe(dict(raw)),
-        "replay_of": small_int(raw.get(h.REPLAY_OF), BIGINT_MAX),
+        "body": body.stored,
+        "body_length": body.length,
+        "body_sha256": body.sha256,
+        "body_truncated": body.truncated,
+        "headers": json_safe(dict(believed)),
+        "replay_of": small_int(believed.get(h.REPLAY_OF), BIGINT_MAX),
     }
+
+
+def split_claims(raw: Mapping[str, Any], trusted: bool) -> tuple[dict[str, Any], Any]:
+    """(the headers to believe, the claims kept as evidence). A trusted publisher's `remit-*` headers are
+    ours, and its `remit-claims` table holds what an untrusted delivery claimed before it dead-lettered it;
+    anyone else's `remit-*` headers are claims."""
+    if trusted:
+        believed = {k: v for k, v in raw.items() if k != h.CLAIMS}
+        claims = raw.get(h.CLAIMS)
+        return believed, claims if isinstance(claims, Mapping) else {}
+    believed = {k: v for k, v in raw.items() if not str(k).startswith(h.PREFIX)}
+    return believed, {k: v for k, v in raw.items() if str(k).startswith(h.PREFIX)}
+
+
+def published_by(believed: Mapping[str, Any], user_id: str | None, trusted: bool) -> str | None:
+    """The consumer names the original publisher of what it dead-letters; otherwise the login that did."""
+    named = as_text(believed.get(h.PUBLISHED_BY)) if trusted else None
+    return named or user_id
+
+
+def claimed_tenant(tenant: str | None, *claims: object) -> str | None:
+    """The first tenant the bytes claim (tenantUUID header, then the body) that is not the real one."""
+    for claim in claims:
+        text = clean(as_text(claim), 32)
+        if text and text != tenant:
+            return text
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Body:
+    stored: bytes
+    length: int
+    sha256: str
+    truncated: bool
+
+
+def bounded_body(body: bytes, believed: Mapping[str, Any], limit: int) -> Body:
+    """At most `limit` bytes of the body, with the full length and SHA-256. A trusted publisher that
+    already cut it says what the whole was (remit-body-*); those values are kept."""
+    length = small_int(believed.get(h.BODY_LENGTH), BIGINT_MAX)
+    digest = as_text(believed.get(h.BODY_SHA256))
+    if truthy(believed.get(h.BODY_TRUNCATED)) and length is not None and digest and len(digest) == SHA256_HEX:
+        return Body(body[:limit], length, digest.lower(), True)
+    return Body(body[:limit], len(body), hashlib.sha256(body).hexdigest(), len(body) > limit)
+
+
+def truthy(value: object) -> bool:
+    return value is True or value == 1 or (as_text(value) or "").strip().lower() in {"true", "1", "yes"}
 
 
 def latest_death(raw: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -88,9 +176,10 @@ def failure_event(raw: Mapping[str, Any], death: Mapping[str, Any] | None, now: 
         return (parse_time(stamp) or now), f"at:{stamp}"
     if death is not None:
         at = death.get("time")
-        when = to_utc(at) if isinstance(at, datetime) else None
+        # Never later than now: on 3.10 an entry the publisher supplied keeps its own time.
+        when = min(to_utc(at), now) if isinstance(at, datetime) else now
         event = f"x-death:{death.get('queue')}:{death.get('reason')}:{at}:{death.get('count')}"
-        return (when or now), event
+        return when, event
     # Nothing says when: the headers as a whole stand for the event, so a redelivery still dedups.
     return now, "headers:" + json.dumps(json_safe(dict(raw)), sort_keys=True)
 
@@ -172,10 +261,7 @@ def small_int(value: object, limit: int) -> int | None:
 
 def clean(text: str | None, limit: int) -> str | None:
     """Text PostgreSQL accepts: no NUL, no lone surrogates, at most `limit` characters."""
-    if not text:
-        return None
-    safe = text.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
-    return safe[:limit] or None
+    return (storable(text, limit) or None) if text else None
 
 
 def parse_time(text: str) -> datetime | None:

@@ -2,48 +2,40 @@
 
 Replay keeps the message_id, so the consumer's idempotency record protects against a double payment.
 That protection lasts only as long as the record is kept (retention), so older messages are refused.
+A replay publishes as the service's own login, which the consumer trusts for any tenant: so what is
+replayed must belong, by the publisher's identity, to the tenant its body names. A tenant_mismatch dead
+letter (the publisher was not that tenant) and a truncated one (its body is not the payment) never are.
 Each dead letter is handled in its own short transaction that locks its row: the publish (with
 confirms) happens before the status change and the audit row commit; a crash in between leaves the row
 open, and replaying it again publishes the same message_id, which the consumer absorbs.
 """
 
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 from uuid import UUID
 
 from pydantic import ValidationError
-from sqlalchemy import Row, select
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.deadletters import audit, reasons
-from app.deadletters.errors import DeadLetterNotFound, ReplayRefused
-from app.deadletters.query import DeadLetterFilter, dl, get_dead_letter, set_status
+from app.deadletters.query import get_dead_letter
 from app.deadletters.republish import ReplayPublisher, fresh_body, replay_message
-from app.deadletters.retention import DEFAULT_RETENTION_DAYS
-from app.storage.tables import processed_messages, tenants
-from app.storage.unit_of_work import UnitOfWorkFactory
+from app.deadletters.requests import REFUSED, ReplayRequest, open_request, settle_request
+from app.errors import CallerError, DeadLetterNotFound, ForceRefused, ReplayRefused
+from app.storage.ports.dead_letters import DeadLetterRecord
+from app.storage.unit_of_work import UnitOfWork, UnitOfWorkFactory
+from app.tenancy.identity import LEGACY
 from contracts import PaymentMessage
-
-DEFAULT_REPLAY_BUDGET = 3
 
 
 @dataclass(frozen=True, slots=True)
 class ReplayPolicy:
-    budget: int = DEFAULT_REPLAY_BUDGET
-    retention_days: int = DEFAULT_RETENTION_DAYS  # idempotency retention unless the tenant sets its own
+    """From Settings (app/bootstrap.py: replay_policy)."""
 
-
-@dataclass(frozen=True, slots=True)
-class ReplayRequest:
-    actor: str
-    dead_letter_id: int | None = None
-    where: DeadLetterFilter = field(default_factory=DeadLetterFilter)
-    everything: bool = False
-    dry_run: bool = False
-    force: bool = False
-    why: str | None = None
+    budget: int  # real replays per message_id
+    retention_days: int  # idempotency retention unless the tenant sets its own
 
 
 Action = Literal["replayed", "resolved", "refused", "would replay", "would resolve"]
@@ -91,26 +83,72 @@ class Readable:
             return cls(None, None, f"not a JSON object ({type(exc).__name__})")
 
 
+# A refusal's detail reaches the CLI and the HTTP API (the outcomes of POST /v1/dead-letters/replay) alike.
+FORCE = '--force (over HTTP: "force": true)'
+
+
 def decide(row: Any, readable: Readable, facts: Facts, force: bool, budget: int, now: datetime) -> Decision:
     """The replay rules, in order. Pure: the tests call it directly."""
-    payment = readable.payment
     if row.status in (reasons.RESOLVED, reasons.DISCARDED):
         return _refuse(f"it is {row.status}; only open dead letters are replayed")
+    if refusal := _security_refusal(row):
+        return _refuse(refusal)
+    if row.reason == reasons.DUPLICATE_CONFLICT:  # before `processed`: the record is of another payment
+        return _refuse(
+            "its message_id was already used by its tenant for a different payment, so a replay would be refused "
+            "again and the processed record is not this payment's: resubmit it with a new message_id"
+        )
     if facts.processed:
         return Decision("resolve", "its message_id was already processed: marked resolved, not republished")
     if row.status == reasons.REPLAYED:
         return _refuse("it was replayed already and is not processed yet (a new failure is a new dead letter)")
-    if row.reason == reasons.EXPIRED:
-        return _refuse("expired payments are never replayed: resubmit the payment as a new batch")
-    if payment is None:
-        return _refuse(f"its body is not a valid payment ({readable.problem}); resubmit it fixed, or discard it")
-    if row.tenant_id != payment.tenant_id:
-        return _refuse(
-            f"its tenant header {row.tenant_id!r} and body tenant_id {payment.tenant_id!r} differ; "
-            "a replay cannot fix that: discard it"
-        )
+    if refusal := _not_a_payment_of_its_tenant(row, readable):
+        return _refuse(refusal)
     if row.reason in reasons.PERMANENT and not force:
-        return _refuse(f"{row.reason} is a permanent failure and would fail again; fix the cause, then use --force")
+        return _refuse(f"{row.reason} is a permanent failure and would fail again; fix the cause, then use {FORCE}")
+    if row.tenant_basis == LEGACY and not force:
+        return _refuse(
+            "it was archived before publishers' identities were recorded, so its tenant is only what its "
+            f"header claimed: check who sent it, then use {FORCE}"
+        )
+    return _limits(row, readable, facts, budget, now)
+
+
+def _security_refusal(row: Any) -> str | None:
+    """What no force makes replayable, checked before anything else: a replay publishes as our own
+    login, which the consumer trusts for any tenant."""
+    if row.reason == reasons.TENANT_MISMATCH:
+        return (
+            f"tenant_mismatch dead letters are never replayed, not even with {FORCE}: its publisher may not pay "
+            "for the tenant it names (a security event). Discard it"
+        )
+    if row.body_truncated:
+        return (
+            f"its body was cut to the first {len(row.body)} of {row.body_length} bytes when it was stored, so "
+            "it is not the payment: resubmit the payment as a new batch"
+        )
+    return None
+
+
+def _not_a_payment_of_its_tenant(row: Any, readable: Readable) -> str | None:
+    """Expired, malformed, or naming another tenant than the one its publisher's identity decided."""
+    if row.reason == reasons.EXPIRED:
+        return "expired payments are never replayed: resubmit the payment as a new batch"
+
+    if readable.payment is None:
+        return f"its body is not a valid payment ({readable.problem}); resubmit it fixed, or discard it"
+    if row.tenant_id != readable.payment.tenant_id:
+        return (
+            f"it belongs to tenant {row.tenant_id!r} (its publisher's identity) but its body names tenant_id "
+            f"{readable.payment.tenant_id!r}; a replay cannot fix that: discard it"
+        )
+    return None
+
+
+def _limits(row: Any, readable: Readable, facts: Facts, budget: int, now: datetime) -> Decision:
+    """Retention, replay budget and TTL: a replay that could pay twice, loop, or only expire."""
+    payment = readable.payment
+    assert payment is not None
     origin = min(payment.timestamp_utc, row.first_failed_at)
     if now - origin >= facts.retention:
         return _refuse(
@@ -144,27 +182,47 @@ async def replay_dead_letters(
     request: ReplayRequest,
     *,
     user_id: str,
-    policy: ReplayPolicy | None = None,
+    policy: ReplayPolicy,
     now: datetime | None = None,
     on_outcome: OnOutcome | None = None,
 ) -> list[ReplayOutcome]:
-    """Replay one dead letter, or each one a filter selects (open ones unless a status is given)."""
-    ids = await select_for_replay(uow_factory, request)
-    replayer = _Replayer(uow_factory, publisher, request, user_id, policy or ReplayPolicy(), now or datetime.now(UTC))
-    outcomes = []
-    for dead_letter_id in ids:
-        outcome = await replayer.one(dead_letter_id)
-        outcomes.append(outcome)
-        if on_outcome is not None:
-            on_outcome(outcome, len(ids))
+    """Replay the dead letters named by id, or each one a filter selects (open ones unless a status is
+    given). The request is in the audit trail before anything happens, and so is every refusal."""
+    request_id = await open_request(uow_factory, request)
+    try:
+        ids = await select_for_replay(uow_factory, request)
+    except CallerError as exc:
+        await settle_request(uow_factory, request_id, REFUSED + str(exc))
+        raise
+    when = now or datetime.now(UTC)
+    replayer = _Replayer(uow_factory, publisher, request, request_id, user_id, policy, when)
+    outcomes: list[ReplayOutcome] = []
+    try:
+        for dead_letter_id in ids:
+            outcomes.append(await replayer.one(dead_letter_id))
+            if on_outcome is not None:
+                on_outcome(outcomes[-1], len(ids))
+    finally:
+        await settle_request(uow_factory, request_id, summary(outcomes, len(ids)))
     return outcomes
 
 
+def summary(outcomes: list[ReplayOutcome], selected: int) -> str:
+    counts = Counter(o.action for o in outcomes)
+    done = ", ".join(f"{action}: {n}" for action, n in sorted(counts.items())) or "nothing selected"
+    return done if len(outcomes) == selected else f"{done}; stopped after {len(outcomes)} of {selected}"
+
+
 async def select_for_replay(uow_factory: UnitOfWorkFactory, request: ReplayRequest) -> list[int]:
-    if request.dead_letter_id is not None:
+    if request.force and not request.may_force:
+        raise ForceRefused(
+            "force is for admin keys and operators only: a tenant's key may not force a replay. Ask an operator"
+        )
+    if request.dead_letter_ids:
         if request.everything or replace(request.where, tenant=None).narrows():
             raise ReplayRefused("give either a dead letter ID or filters/--all, not both")
-        return [request.dead_letter_id]
+        await _ensure_visible(uow_factory, request)
+        return list(dict.fromkeys(request.dead_letter_ids))
     if not (request.where.narrows() or request.everything):
         raise ReplayRefused(
             "say which dead letters to replay: an ID, a filter (--reason, --tenant, --batch, --currency, "
@@ -172,8 +230,14 @@ async def select_for_replay(uow_factory: UnitOfWorkFactory, request: ReplayReque
         )
     where = request.where if request.where.status else replace(request.where, status=reasons.OPEN)
     async with uow_factory() as uow:
-        query = select(dl.dead_letter_id).where(where.where()).order_by(dl.dead_letter_id)
-        return list((await uow.connection.execute(query)).scalars().all())
+        return await uow.dead_letters.ids(where)
+
+
+async def _ensure_visible(uow_factory: UnitOfWorkFactory, request: ReplayRequest) -> None:
+    """DeadLetterNotFound for the first id outside the request's tenant: then nothing is replayed at all."""
+    async with uow_factory() as uow:
+        for dead_letter_id in request.dead_letter_ids:
+            await get_dead_letter(uow.dead_letters, dead_letter_id, request.where.tenant)
 
 
 class _Replayer:
@@ -182,6 +246,7 @@ class _Replayer:
         uow_factory: UnitOfWorkFactory,
         publisher: ReplayPublisher,
         request: ReplayRequest,
+        request_id: int,
         user_id: str,
         policy: ReplayPolicy,
         now: datetime,
@@ -189,6 +254,7 @@ class _Replayer:
         self._uow_factory = uow_factory
         self._publisher = publisher
         self._request = request
+        self._request_id = request_id
         self._user_id = user_id
         self._policy = policy
         self._now = now
@@ -196,56 +262,60 @@ class _Replayer:
     async def one(self, dead_letter_id: int) -> ReplayOutcome:
         request = self._request
         async with self._uow_factory() as uow:
-            conn = uow.connection
             try:
-                row = await get_dead_letter(conn, dead_letter_id, request.where.tenant, for_update=True)
+                row = await get_dead_letter(uow.dead_letters, dead_letter_id, request.where.tenant, for_update=True)
             except DeadLetterNotFound as exc:
                 return ReplayOutcome(dead_letter_id, None, "refused", str(exc))
             readable = Readable.of(row.body)
             message_id = readable.payment.message_id if readable.payment else row.message_id
-            facts = await self._facts(conn, row, message_id)
+            facts = await self._facts(uow, row, message_id)
             decision = decide(row, readable, facts, request.force, self._policy.budget, self._now)
-            if decision.verdict == "refuse":
-                return ReplayOutcome(dead_letter_id, message_id, "refused", decision.detail)
-            if not request.dry_run:
-                await self._apply(conn, row, readable, decision)
+            if decision.verdict != "refuse" and not request.dry_run:
+                await self._apply(uow, row, readable, decision)
             await audit.record(
-                conn,
+                uow.audit,
                 row,
                 actor=request.actor,
-                action=audit.REPLAY if decision.verdict == "replay" else audit.RESOLVE,
+                action=_AUDITED[decision.verdict],
                 outcome=decision.detail,
                 dry_run=request.dry_run,
                 why=request.why,
                 message_id=message_id,
                 at=self._now,
+                request_id=self._request_id,
             )
             await uow.commit()
         return ReplayOutcome(dead_letter_id, message_id, _action(decision, request.dry_run), decision.detail)
 
-    async def _facts(self, conn: AsyncConnection, row: Row[Any], message_id: UUID | None) -> Facts:
+    async def _facts(self, uow: UnitOfWork, row: DeadLetterRecord, message_id: UUID | None) -> Facts:
         if message_id is None:
             return Facts(False, 0, timedelta(days=self._policy.retention_days))
-        processed = select(processed_messages.c.message_id).where(processed_messages.c.message_id == message_id)
-        tenant_days = select(tenants.c.retention_days).where(tenants.c.tenant_id == row.tenant_id)
-        days = (await conn.execute(tenant_days)).scalar_one_or_none() or self._policy.retention_days
+        # The idempotency record is the tenant's own: (tenant_id, message_id), the dead letter's identity tenant;
+        # a dead letter filed under no tenant has none.
+        tenant = await uow.tenants.get(row.tenant_id) if row.tenant_id is not None else None
+        days = (tenant.retention_days if tenant else None) or self._policy.retention_days
         return Facts(
-            processed=(await conn.execute(processed)).first() is not None,
-            replays_used=await audit.replays_used(conn, message_id),
+            processed=row.tenant_id is not None and await uow.idempotency.is_recorded(row.tenant_id, message_id),
+            replays_used=await audit.replays_used(uow.audit, message_id, row.tenant_id),
             retention=timedelta(days=days),
         )
 
-    async def _apply(self, conn: AsyncConnection, row: Row[Any], readable: Readable, decision: Decision) -> None:
+    async def _apply(self, uow: UnitOfWork, row: DeadLetterRecord, readable: Readable, decision: Decision) -> None:
         if decision.verdict == "replay":
             assert readable.payment is not None
             assert readable.body is not None
             message, key = replay_message(readable.payment, readable.body, row.dead_letter_id, self._user_id, self._now)
             await self._publisher.publish(message, key)
         status = reasons.REPLAYED if decision.verdict == "replay" else reasons.RESOLVED
-        await set_status(conn, row.dead_letter_id, status, self._now)
+        await uow.dead_letters.set_status(row.dead_letter_id, status, self._now)
+
+
+_AUDITED = {"replay": audit.REPLAY, "resolve": audit.RESOLVE, "refuse": audit.REFUSE}
 
 
 def _action(decision: Decision, dry_run: bool) -> Action:
+    if decision.verdict == "refuse":
+        return "refused"
     if decision.verdict == "replay":
         return "would replay" if dry_run else "replayed"
     return "would resolve" if dry_run else "resolved"

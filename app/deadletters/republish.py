@@ -17,6 +17,13 @@ class ReplayPublisher(Protocol):
     async def publish(self, message: aio_pika.Message, routing_key: str) -> None: ...
 
 
+class DryRunPublisher:
+    """Handed to dry runs, so a bug in the replay rules could never publish during a preview."""
+
+    async def publish(self, message: aio_pika.Message, routing_key: str) -> None:
+        raise AssertionError("a dry run never publishes")
+
+
 class AmqpReplayPublisher:
     """Publishes with confirms on a channel that raises on unroutable messages (publisher_channel)."""
 

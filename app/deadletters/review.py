@@ -5,15 +5,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Row, case, func, literal, select
-
 from app.deadletters.audit import AuditEntry, list_audit
 from app.deadletters.masking import mask_json, mask_text, readable_body
-from app.deadletters.query import DeadLetterFilter, dl, get_dead_letter
-from app.storage.tables import dead_letters, delivery_attempts
+from app.deadletters.query import DeadLetterFilter, get_dead_letter
+from app.storage.ports.dead_letters import DeadLetterRecord, Grouping
+from app.storage.ports.dead_letters import StatRow as StatRow
 from app.storage.unit_of_work import UnitOfWorkFactory
-
-da = delivery_attempts.c
 
 # Age buckets for stats, by time since the (last) failure.
 AGE_BUCKETS: tuple[tuple[str, timedelta | None], ...] = (
@@ -39,9 +36,11 @@ class DeadLetterSummary:
     first_failed_at: datetime
     last_failed_at: datetime
     status: str
+    published_by: str | None  # the login RabbitMQ validated; None when the publisher set no user_id
+    security_event: bool  # tenant_mismatch, or its bytes claimed another tenant or our own headers
 
     @classmethod
-    def of(cls, row: Row[Any]) -> "DeadLetterSummary":
+    def of(cls, row: DeadLetterRecord) -> "DeadLetterSummary":
         return cls(**{name: getattr(row, name) for name in cls.__slots__})
 
 
@@ -63,9 +62,16 @@ class DeadLetterDetail:
     replay_of: int | None
     archived_at: datetime
     status_changed_at: datetime
+    tenant_basis: str  # how tenant_id was decided (app/tenancy/identity.py)
+    claimed_tenant: str | None  # the tenant its bytes claimed, when not its real one
+    claims: dict[str, Any]  # remit-* headers an untrusted publisher sent: evidence, never believed
     headers: dict[str, Any]
-    body_json: Any  # None when the body is not JSON
+    body_json: Any  # None when the body is not JSON (or is only a prefix, or nests too deep)
     body_text: str
+    body_length: int  # of the whole message
+    body_sha256: str  # of the whole message
+    body_truncated: bool  # only the first body_kept bytes were kept
+    body_kept: int
     masked: bool
     attempt_history: list[Attempt] = field(default_factory=list)
     audit: list[AuditEntry] = field(default_factory=list)
@@ -75,18 +81,17 @@ async def list_dead_letters(
     uow_factory: UnitOfWorkFactory, where: DeadLetterFilter, limit: int = 50
 ) -> list[DeadLetterSummary]:
     """Newest first."""
-    query = select(dead_letters).where(where.where()).order_by(dl.dead_letter_id.desc()).limit(limit)
     async with uow_factory() as uow:
-        return [DeadLetterSummary.of(row) for row in (await uow.connection.execute(query)).all()]
+        return [DeadLetterSummary.of(row) for row in await uow.dead_letters.newest(where, limit)]
 
 
 async def show_dead_letter(
     uow_factory: UnitOfWorkFactory, dead_letter_id: int, tenant: str | None = None, unmask: bool = False
 ) -> DeadLetterDetail:
     async with uow_factory() as uow:
-        row = await get_dead_letter(uow.connection, dead_letter_id, tenant)
-        history = await _attempts(uow_factory, row.message_id, tenant)
-    body_json, body_text = readable_body(row.body, unmask)
+        row = await get_dead_letter(uow.dead_letters, dead_letter_id, tenant)
+        history = await _attempts(uow_factory, row.message_id, row.tenant_id)
+    body_json, body_text = readable_body(row.body, unmask, complete=not row.body_truncated)
     return DeadLetterDetail(
         summary=DeadLetterSummary.of(row),
         error_message=row.error_message if unmask or row.error_message is None else mask_text(row.error_message),
@@ -94,9 +99,16 @@ async def show_dead_letter(
         replay_of=row.replay_of,
         archived_at=row.archived_at,
         status_changed_at=row.status_changed_at,
+        tenant_basis=row.tenant_basis,
+        claimed_tenant=row.claimed_tenant,
+        claims=row.claims if unmask else mask_json(row.claims),
         headers=row.headers if unmask else mask_json(row.headers),
         body_json=body_json,
         body_text=body_text,
+        body_length=row.body_length,
+        body_sha256=row.body_sha256,
+        body_truncated=row.body_truncated,
+        body_kept=len(row.body),
         masked=not unmask,
         attempt_history=[_masked_attempt(a, unmask) for a in history],
         audit=await list_audit(uow_factory, tenant, dead_letter_id),
@@ -104,15 +116,13 @@ async def show_dead_letter(
 
 
 async def _attempts(uow_factory: UnitOfWorkFactory, message_id: UUID | None, tenant: str | None) -> list[Attempt]:
+    """The attempts of this tenant's message: attempts are recorded under the identity tenant, like the
+    dead letter, and another tenant's message of the same id is another message."""
     if message_id is None:
         return []
-    query = select(delivery_attempts).where(da.message_id == message_id).order_by(da.attempt_id)
-    if tenant is not None:
-        # Attempts are recorded under the body's tenant; a scoped caller sees only its own.
-        query = query.where(da.tenant_id == tenant)
     async with uow_factory() as uow:
-        rows = (await uow.connection.execute(query)).all()
-    return [Attempt(r.attempt, r.outcome, r.error_type, r.error_message, r.queue, r.at) for r in rows]
+        records = await uow.attempts.of_message(message_id, tenant)
+    return [Attempt(r.attempt, r.outcome, r.error_type, r.error_message, r.queue, r.at) for r in records]
 
 
 def _masked_attempt(attempt: Attempt, unmask: bool) -> Attempt:
@@ -122,23 +132,13 @@ def _masked_attempt(attempt: Attempt, unmask: bool) -> Attempt:
 
 
 @dataclass(frozen=True, slots=True)
-class StatRow:
-    """One group and currency: how many dead letters, and the value at risk in that currency's minor unit.
-    Amounts are never summed across currencies; `currency` None counts bodies whose amount is unreadable."""
-
-    group: str
-    currency: str | None
-    count: int
-    amount_cents: int
-
-
-@dataclass(frozen=True, slots=True)
 class DeadLetterStats:
     status: str | None
     total: list[StatRow]
     by_reason: list[StatRow]
     by_tenant: list[StatRow]
     by_age: list[StatRow]
+    security_events: int  # dead letters flagged as security events among these
 
 
 async def dead_letter_stats(
@@ -146,33 +146,10 @@ async def dead_letter_stats(
 ) -> DeadLetterStats:
     """Counts and value at risk (by default of open dead letters) by reason, tenant and age."""
     now = now or datetime.now(UTC)
-    # Keys computed once in a subquery, so GROUP BY names columns rather than repeating expressions.
-    keyed = (
-        select(
-            literal("all").label("total"),
-            dl.reason.label("reason"),
-            func.coalesce(dl.tenant_id, "(none)").label("tenant"),
-            _age_bucket(now).label("age"),
-            dl.currency,
-            dl.amount_cents,
-        )
-        .where(where.where())
-        .subquery()
-    )
-    results: dict[str, list[StatRow]] = {}
+    groupings: tuple[Grouping, ...] = ("total", "reason", "tenant", "age")
     async with uow_factory() as uow:
-        for name in ("total", "reason", "tenant", "age"):
-            key = keyed.c[name]
-            query = (
-                select(key, keyed.c.currency, func.count(), func.coalesce(func.sum(keyed.c.amount_cents), 0))
-                .group_by(key, keyed.c.currency)
-                .order_by(key, keyed.c.currency)
-            )
-            rows = (await uow.connection.execute(query)).all()
-            results[name] = [StatRow(str(g), currency, int(n), int(cents)) for g, currency, n, cents in rows]
-    return DeadLetterStats(where.status, results["total"], results["reason"], results["tenant"], results["age"])
-
-
-def _age_bucket(now: datetime) -> Any:
-    whens = [(dl.last_failed_at > now - limit, name) for name, limit in AGE_BUCKETS if limit is not None]
-    return case(*whens, else_=AGE_BUCKETS[-1][0])
+        total, by_reason, by_tenant, by_age = [
+            await uow.dead_letters.totals(where, by, AGE_BUCKETS, now) for by in groupings
+        ]
+        security_events = await uow.dead_letters.count_security_events(where)
+    return DeadLetterStats(where.status, total, by_reason, by_tenant, by_age, security_events)

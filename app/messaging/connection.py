@@ -1,13 +1,15 @@
-"""AMQP connections: publisher channels always confirm and raise on unroutable messages."""
+"""AMQP connections: publisher channels always confirm and raise on unroutable messages; a lost connection
+comes back by itself, backing off (app/messaging/reconnect.py)."""
 
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 import aio_pika
 import aio_pika.exceptions
 from aio_pika.abc import AbstractRobustChannel, AbstractRobustConnection
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_exponential
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_random_exponential
 
 from app.errors import ServiceUnavailable, UsageError
+from app.messaging.reconnect import BackingOffConnection
 
 BROKER_WAIT_SECONDS = 120.0  # a process started during a broker restart waits for it instead of exiting
 
@@ -16,12 +18,14 @@ async def connect(amqp_url: str, name: str, wait_seconds: float = BROKER_WAIT_SE
     try:
         async for attempt in AsyncRetrying(
             stop=stop_after_delay(wait_seconds),
-            wait=wait_exponential(multiplier=0.2, max=5.0),
+            wait=wait_random_exponential(multiplier=0.2, max=5.0),  # jitter: processes restarted together spread
             retry=retry_if_exception(_broker_not_up_yet),
             reraise=True,
         ):
             with attempt:
-                return await aio_pika.connect_robust(amqp_url, client_properties={"connection_name": name})
+                return await aio_pika.connect_robust(
+                    amqp_url, client_properties={"connection_name": name}, connection_class=BackingOffConnection
+                )
     except aio_pika.exceptions.ProbableAuthenticationError as exc:
         raise UsageError(
             f"RabbitMQ refused the login of {login_of(amqp_url)!r}: check the user and password in REMIT_AMQP_URL"

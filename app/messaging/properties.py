@@ -15,6 +15,11 @@ CONTENT_TYPE = "application/json"
 # A message already past its TTL is still published, with the shortest expiry, so that it reaches the
 # dead-letter store as `expired` through the one path every expired message takes.
 MIN_EXPIRATION = timedelta(milliseconds=1)
+# RabbitMQ refuses a longer expiration and closes the publishing channel (3.10: more than 315,360,000,000
+# ms, 406 PRECONDITION_FAILED, observed). 2^32 - 1 ms (49.7 days) is longer than any TTL the contract
+# allows plus any sane clock skew, so clamping never expires a payment early; the consumer still checks
+# the TTL written in the body.
+MAX_EXPIRATION = timedelta(milliseconds=2**32 - 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +58,12 @@ def amqp_message(
         message_id=str(payment.message_id),
         correlation_id=payment.correlation_id,
         timestamp=payment.timestamp,
-        expiration=max(payment.expires_at - now, MIN_EXPIRATION),
+        expiration=expiration(payment.expires_at, now),
         headers={headers.TENANT: payment.tenant_id, **(extra_headers or {})},
         user_id=user_id,
     )
+
+
+def expiration(expires_at: datetime, now: datetime) -> timedelta:
+    """The AMQP expiration for a payment: its remaining TTL, within what RabbitMQ accepts."""
+    return min(max(expires_at - now, MIN_EXPIRATION), MAX_EXPIRATION)

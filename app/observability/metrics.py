@@ -1,5 +1,6 @@
 """Prometheus metrics. Labels are bounded: `tenant` takes at most MAX_TENANT_LABELS distinct values
-(then "other"), `reason` and `outcome` are fixed vocabularies, `queue` is remit's own queue names."""
+(then "other"), `reason`, `outcome`, `kind` and `state` are fixed vocabularies, `queue` is remit's own
+queue names (a dedicated queue's name ends in its tenant's label, so it is bounded the same way)."""
 
 import threading
 from collections.abc import Callable
@@ -14,9 +15,19 @@ def ignore_stage(stage: str, seconds: float) -> None:
     """The ObserveStage of components built without metrics."""
 
 
+# One request to the external core: (route, result, seconds); Metrics.observe_core is the real one.
+ObserveCore = Callable[[str, str, float], None]
+
+
+def ignore_core(route: str, result: str, seconds: float) -> None:
+    """The ObserveCore of adapters built without metrics."""
+
+
 MAX_TENANT_LABELS = 200
 OTHER = "other"
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+# A core request on loopback takes milliseconds to tens of them: finer at the low end than LATENCY_BUCKETS.
+CORE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 
 class TenantLabels:
@@ -64,6 +75,13 @@ class Metrics:
         )
         self.outbox_backlog = Gauge("remit_outbox_backlog", "Accepted, not yet published", ["tenant"], registry=r)
         self.dlq_open = Gauge("remit_dead_letters_open", "Open dead letters", ["tenant", "reason"], registry=r)
+        self.security_events = Gauge(
+            "remit_security_events",
+            "Dead letters in the store flagged as security events (tenant_mismatch, a claimed tenant that is not "
+            "the publisher's, remit-* headers from an untrusted publisher), by the publisher's tenant",
+            ["tenant"],
+            registry=r,
+        )
         self.dlq_value_at_risk = Gauge(
             "remit_dead_letters_value_at_risk_cents",
             "Sum of amount_cents of open dead letters, per currency (never summed across currencies)",
@@ -81,5 +99,58 @@ class Metrics:
             registry=r,
         )
 
+        self.queue_messages = Gauge(
+            "remit_queue_messages",
+            "Messages in one of remit's queues, by state (ready, unacked), from the management API",
+            ["queue", "kind", "state"],
+            registry=r,
+        )
+        self.queue_consumers = Gauge(
+            "remit_queue_consumers", "AMQP consumers on the queue", ["queue", "kind"], registry=r
+        )
+        self.queue_publish_rate = Gauge(
+            "remit_queue_publish_rate", "Messages per second entering the queue", ["queue", "kind"], registry=r
+        )
+        self.queue_deliver_rate = Gauge(
+            "remit_queue_deliver_rate", "Messages per second delivered from the queue", ["queue", "kind"], registry=r
+        )
+        self.queue_oldest_age = Gauge(
+            "remit_queue_oldest_message_age_seconds",
+            "Age of the message at the queue's head, from its timestamp property (0: empty; absent: unknown)",
+            ["queue", "kind"],
+            registry=r,
+        )
+        self.tenant_in_flight = Gauge(
+            "remit_tenant_in_flight",
+            "Payments accepted and not finished, counted as the in-flight limit counts them",
+            ["tenant"],
+            registry=r,
+        )
+        self.tenant_in_flight_limit = Gauge(
+            "remit_tenant_in_flight_limit", "The tenant's max_in_flight", ["tenant"], registry=r
+        )
+
+        self.core_breaker_state = Gauge(
+            "remit_core_breaker_state",
+            "The core-banking circuit breaker: 1 for its current state (closed, open), 0 for the other; absent "
+            "with the embedded ledger",
+            ["state"],
+            registry=r,
+        )
+        self.core_breaker_opened = Counter(
+            "remit_core_breaker_opened", "Times the core-banking circuit breaker opened", registry=r
+        )
+        self.core_request = Histogram(
+            "remit_core_request_seconds",
+            "Time inside one HTTP request to the external core, by route (transfers_batch, transfers_status) and "
+            "result (an HTTP status, or the transport error's class); absent with the embedded ledger",
+            ["route", "result"],
+            buckets=CORE_BUCKETS,
+            registry=r,
+        )
+
     def observe_stage(self, stage: str, seconds: float) -> None:
         self.batch_stage.labels(stage).observe(seconds)
+
+    def observe_core(self, route: str, result: str, seconds: float) -> None:
+        self.core_request.labels(route, result).observe(seconds)

@@ -1,22 +1,45 @@
-"""Read a bulk payment file (CSV or JSON Lines) into raw rows, numbered as the user sees them."""
+"""A row of a bulk payment file as validation takes it, numbered as the user sees it, and the control totals
+a file may state. app/bankfiles/ reads every format into these rows."""
 
-import csv
-import hashlib
-import io
-import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-
-from app.errors import UsageError
 
 PAYMENT = "payment"
 CONTROL = "control"
+# The fields of a payment row: a CSV's header names exactly these, plus OPTIONAL_FIELDS if it has control
+# records (app/bankfiles/text_formats.py); a JSON Lines object has these keys.
+PAYMENT_FIELDS = (
+    "payment_reference",
+    "amount_cents",
+    "currency",
+    "debtor_bsb",
+    "debtor_account",
+    "creditor_bsb",
+    "creditor_account",
+)
+OPTIONAL_FIELDS = ("record_type", "control_count")  # a control record: record_type control, its count
+
+
+def expected_fields() -> str:
+    return f"{', '.join(PAYMENT_FIELDS)} (and, for control records, {' and '.join(OPTIONAL_FIELDS)})"
+
+
+def header_problem(names: list[str]) -> str | None:
+    """What is wrong with a CSV header's column names, naming the missing, the unexpected and the expected."""
+    missing = [f for f in PAYMENT_FIELDS if f not in names]
+    unexpected = [n for n in names if n not in PAYMENT_FIELDS and n not in OPTIONAL_FIELDS]
+    if not missing and not unexpected:
+        return None
+    wrong = [
+        f"missing {', '.join(missing)}" if missing else "",
+        f"unexpected {', '.join(unexpected)}" if unexpected else "",
+    ]
+    return f"{'; '.join(w for w in wrong if w)}. The columns are: {expected_fields()}"
 
 
 @dataclass(frozen=True, slots=True)
 class RawRow:
-    number: int  # line number in the file, for error messages
+    number: int  # line number in the file (pain.001: transaction position), for error messages
     fields: dict[str, Any]
     typed: bool = True  # JSON values keep their types; CSV cells are all text
 
@@ -26,56 +49,9 @@ class RawRow:
 
 
 @dataclass(frozen=True, slots=True)
-class BulkFile:
-    name: str
-    sha256: str
-    rows: list[RawRow]
+class ControlTotal:
+    """What a file says it holds in one currency: a CSV control record, a pain.001 or ABA file total."""
 
-
-def read_bulk_file(path: Path) -> BulkFile:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}. Check the path and permissions.") from exc
-    text = _decode(data, path)
-    suffix = path.suffix.lower()
-    if suffix == ".csv":
-        rows = _csv_rows(text)
-    elif suffix in {".jsonl", ".ndjson"}:
-        rows = _jsonl_rows(text, path)
-    else:
-        raise UsageError(f"{path.name}: unknown file type {suffix!r}. Use a .csv or .jsonl bulk file.")
-    return BulkFile(name=path.name, sha256=hashlib.sha256(data).hexdigest(), rows=rows)
-
-
-def _decode(data: bytes, path: Path) -> str:
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path.name} is not UTF-8 text (byte {exc.start}). Save it as UTF-8.") from exc
-
-
-def _csv_rows(text: str) -> list[RawRow]:
-    reader = csv.DictReader(io.StringIO(text))
-    rows = []
-    for record in reader:
-        fields = {k.strip(): (v.strip() if isinstance(v, str) else v) for k, v in record.items() if k}
-        if any(fields.values()):
-            kept = {k: v for k, v in fields.items() if v != ""}
-            rows.append(RawRow(number=reader.line_num, fields=kept, typed=False))
-    return rows
-
-
-def _jsonl_rows(text: str, path: Path) -> list[RawRow]:
-    rows = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            value = {"__parse_error__": f"not valid JSON: {exc.msg} at column {exc.colno}"}
-        if not isinstance(value, dict):
-            value = {"__parse_error__": "each line must be a JSON object"}
-        rows.append(RawRow(number=number, fields=value))
-    return rows
+    currency: str
+    count: int
+    amount_cents: int

@@ -6,6 +6,9 @@ backlog stays in the outbox, where the relay chooses, and the broker queues stay
 - fair selection: each cycle takes at most `max(1, batch_size // tenants)` rows per tenant with unpublished
   rows, in outbox_id order within a tenant (first delivery per batch stays in submission order),
   round-robin across tenants;
+- refused rows wait their turn: a row the broker refused (unroutable, nacked) is not tried again before its
+  `next_publish_at` (the relay backs off, app/publisher/relay.py), so rows that cannot go never take every
+  place of a cycle from the tenants whose rows can (more stuck tenants than the batch size starved them);
 - backpressure: a tenant with a backlog whose work queue holds more than `high_watermark` ready messages
   is skipped for the cycle; its rows wait in the outbox, nothing is lost. A trickling tenant (at most
   TRICKLE rows waiting) is never skipped, so a shared queue kept full by a flood does not hold it back.
@@ -18,7 +21,7 @@ from typing import Any
 
 import aio_pika.exceptions
 from aio_pika.abc import AbstractChannel, AbstractConnection, AbstractQueue
-from sqlalchemy import Row, func, select, true
+from sqlalchemy import ColumnElement, Row, func, or_, select, true
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.messaging.topology import Topology
@@ -28,6 +31,13 @@ log = logging.getLogger("remit.relay")
 
 
 TRICKLE = 10  # a tenant with at most this many unpublished rows is never held back by backpressure
+
+
+def due() -> ColumnElement[bool]:
+    """Unpublished and not waiting out a refusal's backoff (by the database's clock)."""
+    return outbox.c.published_at.is_(None) & or_(
+        outbox.c.next_publish_at.is_(None), outbox.c.next_publish_at <= func.now()
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,10 +55,10 @@ class Pending:
 
 
 async def pending_tenants(conn: AsyncConnection) -> list[Pending]:
-    """Tenants with unpublished outbox rows (one short partial-index range scan per tenant)."""
+    """Tenants with outbox rows due for publishing (one short partial-index range scan per tenant)."""
     backlog = (
         select(outbox.c.outbox_id)
-        .where(outbox.c.tenant_id == tenants.c.tenant_id, outbox.c.published_at.is_(None))
+        .where(outbox.c.tenant_id == tenants.c.tenant_id, due())
         .limit(TRICKLE + 1)
         .lateral("backlog")
     )
@@ -63,13 +73,13 @@ async def pending_tenants(conn: AsyncConnection) -> list[Pending]:
 
 
 async def fair_rows(conn: AsyncConnection, tenant_ids: Sequence[str], batch_size: int) -> list[Row[Any]]:
-    """Up to `batch_size` unpublished rows, at most an equal share per tenant, round-robin, locked."""
+    """Up to `batch_size` rows due, at most an equal share per tenant, round-robin, locked."""
     if not tenant_ids:
         return []
     per_tenant = max(1, batch_size // len(tenant_ids))
     firsts = (  # each tenant's first `per_tenant` rows, numbered: one partial-index range scan per tenant
         select(outbox.c.outbox_id, func.row_number().over(order_by=outbox.c.outbox_id).label("rn"))
-        .where(outbox.c.tenant_id == tenants.c.tenant_id, outbox.c.published_at.is_(None))
+        .where(outbox.c.tenant_id == tenants.c.tenant_id, due())
         .order_by(outbox.c.outbox_id)
         .limit(per_tenant)
         .lateral("firsts")
@@ -84,7 +94,7 @@ async def fair_rows(conn: AsyncConnection, tenant_ids: Sequence[str], batch_size
     ids = [int(i) for i in (await conn.execute(ids_query)).scalars()]
     if not ids:
         return []
-    locked = select(outbox).where(outbox.c.outbox_id.in_(ids), outbox.c.published_at.is_(None))
+    locked = select(outbox).where(outbox.c.outbox_id.in_(ids), due())
     rows = (await conn.execute(locked.with_for_update(skip_locked=True))).all()
     position = {outbox_id: n for n, outbox_id in enumerate(ids)}
     return sorted(rows, key=lambda row: position[row.outbox_id])

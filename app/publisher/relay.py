@@ -1,39 +1,48 @@
 """The outbox relay: publishes accepted payments with broker confirms and marks them published after.
 
-One relay is active at a time (a PostgreSQL advisory lock; others wait as standbys), which is what lets
-it promise first delivery in submission order per batch. A crash between publish and mark means the
-rows are published again on restart: a duplicate the idempotent consumer absorbs, never a loss.
+One relay is active at a time (app/publisher/leadership.py: an advisory lock, re-checked before every
+cycle; others wait as standbys), which is what lets it promise first delivery in submission order per
+batch. A crash between publish and mark means the rows are published again on restart: a duplicate the
+idempotent consumer absorbs, never a loss.
 
 Fair share (app/publisher/fair_selection.py): each cycle takes an equal share of rows per tenant,
 round-robin, and with `queue_depths` skips tenants whose work queue is above the high-watermark, so a
 flooding tenant's backlog waits in the outbox instead of in front of a quiet tenant in a shared tier queue.
 `fair=False` is the old FIFO relay (outbox_id order, no backpressure), kept for comparison.
+
+When a cycle fails (RabbitMQ or PostgreSQL away) the relay backs off with jitter, up to a try every 10 s,
+and logs the outage once, not once per try (app/observability/outage.py). A refusal of one message (nacked
+or unroutable) is that row's problem, not an outage: the row stays in the outbox, the others go on, and it
+is tried again after a backoff (1 s doubling to 60 s, counted on the row: `publish_refusals`,
+`next_publish_at`), so refused rows never hold every place of a cycle; /readyz and `remit status` count them
+(app/observability/relay_health.py).
 """
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from aio_pika.abc import AbstractChannel, AbstractExchange
+from aio_pika.exceptions import DeliveryError
 from prometheus_client import Counter
-from sqlalchemy import Row, select, update
+from sqlalchemy import Row, func, literal_column, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.messaging import headers
 from app.messaging.properties import OutboundPayment, amqp_message
 from app.messaging.topology import routing_key
-from app.publisher.fair_selection import QueueDepths, fair_rows, pending_tenants
+from app.observability.outage import Outage
+from app.publisher.fair_selection import QueueDepths, due, fair_rows, pending_tenants
+from app.publisher.leadership import HANDOVER_SECONDS, ONE_CYCLE_AT_A_TIME, Leadership, sleep_unless
 from app.storage.tables import outbox
 from app.storage.unit_of_work import SYSTEM, SqlUnitOfWork
 
 log = logging.getLogger("remit.relay")
 # The relay's own process metrics (`REMIT_RELAY_METRICS_PORT`): confirmed and failed publishes.
 PUBLISH_CONFIRMS = Counter("remit_publish_confirms", "Outbox publishes the broker confirmed or refused", ["result"])
-
-RELAY_LOCK_KEY = 0x72656D6974  # "remit": one advisory lock id for the relay leadership
+REFUSAL_BACKOFF_CAP_SECONDS = 60  # a refused row is tried again after 1 s, 2 s, 4 s, ... then every minute
 
 
 class OutboxRelay:
@@ -63,37 +72,59 @@ class OutboxRelay:
         self._batch_size = batch_size
         self._clock = clock
         self._exchange: AbstractExchange | None = None
+        self._outage = Outage("relay cycle", log)
+        self._refused: set[Any] = set()  # message_ids whose refusal was logged: once each, not every cycle
 
-    async def relay_once(self) -> int:
-        """Publish one batch of unpublished rows; return how many were confirmed."""
+    async def relay_once(self, leadership: Leadership | None = None) -> int:
+        """Publish one batch of unpublished rows; return how many were confirmed. Given the leadership, the
+        cycle first makes sure this relay still leads, and publishes nothing when it does not."""
         exchange = await self._get_exchange()
         async with SqlUnitOfWork(self._engine, SYSTEM) as uow:  # the relay works for every tenant
+            await uow.connection.execute(ONE_CYCLE_AT_A_TIME)
+            if leadership is not None and not await leadership.check():
+                return 0
             rows = await self._select(uow.connection)
             if not rows:
                 return 0
-            confirmed = await self._publish(exchange, rows)
+            confirmed, refused, outage = await self._publish(exchange, rows)
             self._after_publish()
             if confirmed:
                 await _mark_published(uow.connection, confirmed, self._clock())
+            if refused:
+                await _defer(uow.connection, refused)
             await uow.commit()
+        if outage is not None:
+            raise outage  # the broker, not a message: the rows it did not confirm wait for the next cycle
         return len(confirmed)
 
     async def run(self, stop: asyncio.Event, poll_seconds: float) -> None:
-        async with self._engine.connect() as lock_conn:
-            await _wait_for_leadership(lock_conn, stop)
-            log.info("relay is active")
-            while not stop.is_set():
-                published = await self._relay_or_pause(poll_seconds)
-                if published == 0:  # idle, or every pending tenant throttled: then only a short pause
-                    await _sleep_unless(stop, self._throttle_pause if self._throttled else poll_seconds)
-
-    async def _relay_or_pause(self, pause: float) -> int:
+        """Wait for leadership, publish while leading, and wait again whenever it is lost, until `stop`."""
+        leadership = Leadership(self._engine)
         try:
-            return await self.relay_once()
-        except Exception:
-            log.exception("relay cycle failed; retrying in %.1fs", pause)
-            await asyncio.sleep(pause)
-            return 0
+            while await leadership.acquire(stop):
+                log.info("relay is active")
+                await self._lead(leadership, stop, poll_seconds)
+                if leadership.lost:
+                    log.warning("relay lost its leadership (its lock connection is gone); waiting as a standby")
+                    await sleep_unless(stop, HANDOVER_SECONDS)
+        finally:
+            await leadership.release()
+
+    async def _lead(self, leadership: Leadership, stop: asyncio.Event, poll_seconds: float) -> None:
+        while not stop.is_set() and not leadership.lost:
+            published = await self._relay_or_back_off(leadership, stop)
+            if published == 0 and not leadership.lost:  # idle, or every pending tenant throttled
+                await sleep_unless(stop, self._throttle_pause if self._throttled else poll_seconds)
+
+    async def _relay_or_back_off(self, leadership: Leadership, stop: asyncio.Event) -> int | None:
+        """One cycle: how many were published, or None after a failed cycle and the backoff that followed."""
+        try:
+            published = await self.relay_once(leadership)
+        except Exception as exc:
+            await sleep_unless(stop, self._outage.failed(exc))
+            return None
+        self._outage.worked()
+        return published
 
     async def _select(self, conn: AsyncConnection) -> Sequence[Row[Any]]:
         if not self._fair:
@@ -109,7 +140,11 @@ class OutboxRelay:
             self._exchange = await self._channel.get_exchange(self._exchange_name, ensure=True)
         return self._exchange
 
-    async def _publish(self, exchange: AbstractExchange, rows: Sequence[Row[Any]]) -> list[int]:
+    async def _publish(
+        self, exchange: AbstractExchange, rows: Sequence[Row[Any]]
+    ) -> tuple[list[int], list[int], BaseException | None]:
+        """The confirmed and the refused rows' outbox ids, and the first failure that was the broker's rather
+        than a message's (its rows are neither: they are tried again next cycle)."""
         now = self._clock()
         stamp = {headers.PUBLISHED_AT: int(now.timestamp() * 1000)}
         results = await asyncio.gather(
@@ -123,25 +158,35 @@ class OutboxRelay:
             ),
             return_exceptions=True,
         )
-        confirmed = []
+        confirmed: list[int] = []
+        refused: list[int] = []
+        outage = None
         for row, result in zip(rows, results, strict=True):
-            if isinstance(result, BaseException):
-                log.error("publish of %s failed, will retry: %r", row.message_id, result)
-                PUBLISH_CONFIRMS.labels("failed").inc()
-            else:
+            if not isinstance(result, BaseException):
                 confirmed.append(row.outbox_id)
+                continue
+            PUBLISH_CONFIRMS.labels("failed").inc()
+            if isinstance(result, DeliveryError):  # nacked or returned: this message, not the broker
+                self._log_refusal(row.message_id, result)
+                refused.append(row.outbox_id)
+            else:
+                outage = outage or result
         PUBLISH_CONFIRMS.labels("confirmed").inc(len(confirmed))
-        return confirmed
+        return confirmed, refused, outage
+
+    def _log_refusal(self, message_id: Any, error: BaseException) -> None:
+        # An unroutable row (its tenant has no binding) is refused at every try until someone fixes the route:
+        # one ERROR per message, then quiet (the metric still counts every refusal).
+        if message_id in self._refused:
+            return
+        if len(self._refused) >= 10_000:
+            self._refused.clear()
+        self._refused.add(message_id)
+        log.error("publish of %s refused, will retry with backoff (logged once): %r", message_id, error)
 
 
 def _next_rows(limit: int) -> Any:
-    return (
-        select(outbox)
-        .where(outbox.c.published_at.is_(None))
-        .order_by(outbox.c.outbox_id)
-        .limit(limit)
-        .with_for_update(skip_locked=True)
-    )
+    return select(outbox).where(due()).order_by(outbox.c.outbox_id).limit(limit).with_for_update(skip_locked=True)
 
 
 def _outbound(row: Row[Any]) -> OutboundPayment:
@@ -159,15 +204,14 @@ async def _mark_published(conn: AsyncConnection, outbox_ids: list[int], now: dat
     await conn.execute(update(outbox).where(outbox.c.outbox_id.in_(outbox_ids)).values(published_at=now))
 
 
-async def _wait_for_leadership(conn: AsyncConnection, stop: asyncio.Event) -> None:
-    while not stop.is_set():
-        got = (await conn.exec_driver_sql(f"SELECT pg_try_advisory_lock({RELAY_LOCK_KEY})")).scalar_one()
-        await conn.commit()
-        if got:
-            return
-        await _sleep_unless(stop, 1.0)
-
-
-async def _sleep_unless(stop: asyncio.Event, seconds: float) -> None:
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(stop.wait(), timeout=seconds)
+async def _defer(conn: AsyncConnection, outbox_ids: list[int]) -> None:
+    """Count a refusal on each row and set its next try: 2^refusals seconds, capped (the database's clock)."""
+    wait = func.least(REFUSAL_BACKOFF_CAP_SECONDS, func.power(2, func.least(outbox.c.publish_refusals, 10)))
+    await conn.execute(
+        update(outbox)
+        .where(outbox.c.outbox_id.in_(outbox_ids))
+        .values(
+            publish_refusals=outbox.c.publish_refusals + 1,
+            next_publish_at=func.now() + wait * literal_column("interval '1 second'"),
+        )
+    )

@@ -1,9 +1,15 @@
-"""Validate bulk rows into payment messages. Format rules come from the contract; business checks are
-listed in validation_result.checks so the consumer knows what was verified."""
+"""Validate bulk rows into payment messages. Format rules come from the contract, business rules from
+app/payment_rules.py (the consumer checks the same ones again); the checks ingress ran are listed in
+validation_result.checks. What only ingress can check (a payment_reference used before) is here.
 
-import json
+Two steps, so that a file can be validated as a stream of chunks: `check_rows` applies every rule that
+needs only the row itself (CPU work, no I/O); `settle_references` then rejects references seen earlier in
+the file or accepted in an earlier batch, which the caller looks up for the chunk's references only.
+`validate_rows` does both for rows held in memory.
+"""
+
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -11,20 +17,18 @@ from typing import Any
 from pydantic import ValidationError
 from uuid6 import uuid7
 
-from app.publisher.bulk_file import CONTROL, PAYMENT, RawRow
-from contracts import PaymentMessage, wire_timestamp
+from app.bankfiles.outcomes import Outcome
+from app.bankfiles.rows import PARSE_ERROR
+from app.payment_rules import INGRESS_CHECKS, PaymentRules, size_violation
+from app.publisher.bulk_file import CONTROL, PAYMENT, PAYMENT_FIELDS, ControlTotal, RawRow, expected_fields
+from app.publisher.rejection_outcomes import rejection_outcome
+from contracts import PaymentMessage
+from contracts.message import CURRENCY_PATTERN
 
-CHECKS = ("format_valid", "currency_active", "limit_ok", "debtor_differs_from_creditor", "reference_unique")
 _CENTS = re.compile(r"^[0-9]+$")
-PAYMENT_FIELDS = (
-    "payment_reference",
-    "amount_cents",
-    "currency",
-    "debtor_bsb",
-    "debtor_account",
-    "creditor_bsb",
-    "creditor_account",
-)
+_CURRENCY = re.compile(CURRENCY_PATTERN)
+_MAX_BIGINT = 2**63 - 1  # what an amount column (bigint) can hold
+_MAX_INTEGER = 2**31 - 1  # what a count column (integer) can hold
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,21 +38,21 @@ class Rejection:
     payment_reference: str | None = None
     currency: str | None = None
     amount_cents: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ControlTotal:
-    currency: str
-    count: int
-    amount_cents: int
+    outcome: Outcome = Outcome.INVALID  # what its status report says (duplicate, invalid_account, ...)
 
 
 @dataclass(slots=True)
 class ValidatedBatch:
     accepted: list[PaymentMessage] = field(default_factory=list)
-    row_numbers: list[int] = field(default_factory=list)  # the file line of each accepted message
+    bodies: list[bytes] = field(default_factory=list)  # each accepted message's wire body, as published
+    rows: list[RawRow] = field(default_factory=list)  # the row each accepted message came from
     rejected: list[Rejection] = field(default_factory=list)
     controls: list[ControlTotal] = field(default_factory=list)
+
+    @property
+    def row_numbers(self) -> list[int]:
+        """The file line (or transaction position) of each accepted message."""
+        return [row.number for row in self.rows]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,65 +61,108 @@ class BatchContext:
     correlation_id: str
     now: datetime
     ttl_seconds: int
-    max_amount_cents: int
-    known_references: frozenset[str]
+    rules: PaymentRules
+    max_message_bytes: int  # the tenant's
+    known_references: frozenset[str]  # references accepted in earlier batches (of the rows at hand, at least)
 
 
-def validate_rows(rows: Iterable[RawRow], ctx: BatchContext) -> ValidatedBatch:
+@dataclass(frozen=True, slots=True)
+class CheckedRow:
+    """A row after every rule that needs only the row itself: a message and its body, or errors."""
+
+    row: RawRow
+    message: PaymentMessage | None = None
+    body: bytes | None = None
+    errors: list[str] = field(default_factory=list)
+    control: ControlTotal | None = None  # a control record's stated total
+
+    @property
+    def reference(self) -> str | None:
+        reference = self.row.fields.get("payment_reference") if self.row.record_type == PAYMENT else None
+        return reference if isinstance(reference, str) else None
+
+
+def validate_rows(
+    rows: Iterable[RawRow], ctx: BatchContext, earlier: Mapping[str, int] | None = None
+) -> ValidatedBatch:
+    """Validate rows held in memory. `earlier`: references seen before these rows in the same file, with
+    the row they were first seen at (a file validated chunk by chunk passes what earlier chunks held)."""
+    return settle_references(check_rows(rows, ctx), ctx.known_references, earlier or {})
+
+
+def check_rows(rows: Iterable[RawRow], ctx: BatchContext) -> list[CheckedRow]:
+    shared = _Fields(ctx)
+    return [_check(row, ctx, shared) for row in rows]
+
+
+def settle_references(
+    checked: Iterable[CheckedRow], known: frozenset[str], earlier: Mapping[str, int]
+) -> ValidatedBatch:
+    """Reject references seen earlier in the file (`earlier`, then these rows in order) or in `known`."""
     batch = ValidatedBatch()
-    first_seen: dict[str, int] = {}
-    for row in rows:
-        if row.record_type == CONTROL:
-            _read_control(row, batch)
-        elif row.record_type == PAYMENT:
-            _read_payment(row, ctx, first_seen, batch)
+    first_seen = dict(earlier)
+    for item in checked:
+        if item.control is not None:
+            batch.controls.append(item.control)
+            continue
+        errors = list(item.errors)
+        reference = item.reference
+        if reference is not None:
+            errors = _reference_errors(reference, known, first_seen) + errors
+            first_seen.setdefault(reference, item.row.number)
+        if errors or item.message is None or item.body is None:
+            batch.rejected.append(_rejection(item.row, errors))
         else:
-            batch.rejected.append(Rejection(row.number, [f"record_type {row.record_type!r} is not payment/control"]))
+            batch.accepted.append(item.message)
+            batch.bodies.append(item.body)
+            batch.rows.append(item.row)
     return batch
 
 
-def _read_payment(row: RawRow, ctx: BatchContext, first_seen: dict[str, int], batch: ValidatedBatch) -> None:
-    errors = _business_errors(row, ctx, first_seen)
+def _check(row: RawRow, ctx: BatchContext, shared: "_Fields") -> CheckedRow:
+    if row.record_type == CONTROL:
+        return _control(row)
+    if row.record_type != PAYMENT:
+        return CheckedRow(row, errors=[f"record_type {row.record_type!r} is not payment/control"])
     try:
-        message = _build(row, ctx)
+        message = shared.message(_payload(row))
     except (ValidationError, ValueError) as exc:
-        errors = _format_errors(exc) + errors
-        message = None
-    reference = row.fields.get("payment_reference")
-    if isinstance(reference, str):
-        first_seen.setdefault(reference, row.number)
-    if errors or message is None:
-        batch.rejected.append(_rejection(row, errors))
-    else:
-        batch.accepted.append(message)
-        batch.row_numbers.append(row.number)
+        return CheckedRow(row, errors=_format_errors(exc))
+    body = message.to_wire()
+    errors = ctx.rules.violations(message, ctx.now)
+    oversize = size_violation(len(body), ctx.max_message_bytes)
+    if oversize:
+        errors.append(oversize)
+    return CheckedRow(row, message, body, errors)
 
 
-def _build(row: RawRow, ctx: BatchContext) -> PaymentMessage:
-    if "__parse_error__" in row.fields:
-        raise ValueError(row.fields["__parse_error__"])
+def _payload(row: RawRow) -> dict[str, Any]:
+    if PARSE_ERROR in row.fields:
+        raise ValueError(row.fields[PARSE_ERROR])
     unknown = set(row.fields) - set(PAYMENT_FIELDS) - {"record_type"}
     if unknown:
-        raise ValueError(f"unknown column(s): {', '.join(sorted(unknown))}")
-    payload: dict[str, Any] = {k: row.fields.get(k) for k in PAYMENT_FIELDS if k in row.fields}
+        raise ValueError(f"unknown column(s): {', '.join(sorted(unknown))}; the columns are: {expected_fields()}")
+    payload: dict[str, Any] = {k: row.fields[k] for k in PAYMENT_FIELDS if k in row.fields}
     if not row.typed:
         payload["amount_cents"] = _cents(payload.get("amount_cents"))
-    return PaymentMessage.model_validate_json(_wire(payload, ctx))
+    return payload
 
 
-def _wire(payload: dict[str, Any], ctx: BatchContext) -> bytes:
-    return json.dumps(
-        {
-            "message_id": str(uuid7()),
-            "timestamp_utc": wire_timestamp(ctx.now),
-            "correlation_id": ctx.correlation_id,
-            "tenant_id": ctx.tenant_id,
-            **payload,
-            "validation_result": {"passed": True, "checks": list(CHECKS)},
+class _Fields:
+    """The fields every message of a batch shares. A row's message is validated from Python values (the
+    contract's own strict validation, which JSON rows' values pass exactly as their JSON would): encoding
+    each row to JSON only to parse it back cost more than the validation itself."""
+
+    def __init__(self, ctx: BatchContext) -> None:
+        self.envelope = {"timestamp_utc": ctx.now, "correlation_id": ctx.correlation_id, "tenant_id": ctx.tenant_id}
+        self.control = {
+            "validation_result": {"passed": True, "checks": list(INGRESS_CHECKS)},
             "retry_count": 0,
             "ttl_seconds": ctx.ttl_seconds,
         }
-    ).encode()
+
+    def message(self, payload: dict[str, Any]) -> PaymentMessage:
+        return PaymentMessage.model_validate({"message_id": uuid7(), **self.envelope, **payload, **self.control})
 
 
 def _cents(value: Any) -> Any:
@@ -127,22 +174,12 @@ def _cents(value: Any) -> Any:
     return value
 
 
-def _business_errors(row: RawRow, ctx: BatchContext, first_seen: dict[str, int]) -> list[str]:
-    errors = []
-    reference = row.fields.get("payment_reference")
-    if isinstance(reference, str):
-        if reference in first_seen:
-            errors.append(f"duplicate payment_reference {reference!r} (first seen at line {first_seen[reference]})")
-        elif reference in ctx.known_references:
-            errors.append(f"payment_reference {reference!r} was already accepted in an earlier batch")
-    amount = row.fields.get("amount_cents")
-    cents = int(amount) if isinstance(amount, str) and _CENTS.match(amount) else amount
-    if isinstance(cents, int) and not isinstance(cents, bool) and cents > ctx.max_amount_cents:
-        errors.append(f"amount_cents {cents} is over the per-payment limit of {ctx.max_amount_cents}")
-    debtor = (row.fields.get("debtor_bsb"), row.fields.get("debtor_account"))
-    if debtor[1] is not None and debtor == (row.fields.get("creditor_bsb"), row.fields.get("creditor_account")):
-        errors.append("debtor and creditor are the same account")
-    return errors
+def _reference_errors(reference: str, known: frozenset[str], first_seen: Mapping[str, int]) -> list[str]:
+    if reference in first_seen:
+        return [f"duplicate payment_reference {reference!r} (first seen at line {first_seen[reference]})"]
+    if reference in known:
+        return [f"payment_reference {reference!r} was already accepted in an earlier batch"]
+    return []
 
 
 def _format_errors(exc: ValidationError | ValueError) -> list[str]:
@@ -158,24 +195,41 @@ def _rejection(row: RawRow, errors: list[str]) -> Rejection:
         errors=errors,
         payment_reference=_text(row.fields.get("payment_reference")),
         currency=_text(row.fields.get("currency")),
-        amount_cents=int(amount) if isinstance(amount, str) and _CENTS.match(amount) else None,
+        amount_cents=_amount(amount),
+        outcome=rejection_outcome(errors),
     )
+
+
+def _amount(value: Any) -> int | None:
+    # Typed rows (JSON, pain.001, ABA) carry an int; CSV cells are text. A bool is not an amount.
+    if isinstance(value, str) and _CENTS.match(value):
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _MAX_BIGINT:
+        return value
+    return None
 
 
 def _text(value: Any) -> str | None:
     return str(value)[:64] if value is not None else None
 
 
-def _read_control(row: RawRow, batch: ValidatedBatch) -> None:
+def _control(row: RawRow) -> CheckedRow:
     try:
-        batch.controls.append(
-            ControlTotal(
-                currency=str(row.fields["currency"]),
-                count=int(row.fields["control_count"]),
-                amount_cents=int(row.fields["amount_cents"]),
-            )
+        total = ControlTotal(
+            currency=str(row.fields["currency"]),
+            count=int(row.fields["control_count"]),
+            amount_cents=int(row.fields["amount_cents"]),
         )
     except (KeyError, ValueError, TypeError):
-        batch.rejected.append(
-            Rejection(row.number, ["control record needs currency, control_count and amount_cents (integers)"])
+        total = None
+    if total is None or not _storable_control(total):
+        return CheckedRow(
+            row, errors=["control record needs currency (3 letters), control_count and amount_cents (integers)"]
         )
+    return CheckedRow(row, control=total)
+
+
+def _storable_control(total: ControlTotal) -> bool:
+    """What batch_totals can hold: a currency code, a count and an amount in the columns' ranges."""
+    in_range = 0 <= total.count <= _MAX_INTEGER and 0 <= total.amount_cents <= _MAX_BIGINT
+    return in_range and _CURRENCY.match(total.currency) is not None

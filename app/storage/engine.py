@@ -7,7 +7,10 @@ from app.errors import ServiceUnavailable
 
 
 def make_engine(database_url: str, pool_size: int = 10) -> AsyncEngine:
-    return create_async_engine(database_url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+    # hide_parameters: a statement's error text would otherwise quote its parameters (account numbers).
+    return create_async_engine(
+        database_url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True, hide_parameters=True
+    )
 
 
 async def wait_for_database(engine: AsyncEngine, timeout_seconds: float = 30.0) -> None:

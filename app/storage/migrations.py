@@ -11,11 +11,17 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from alembic import command
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+# Installed from the wheel, alembic/ travels inside the package (setup.py); a checkout, editable or not,
+# keeps it at the top.
+_PACKAGED = Path(__file__).resolve().parent / "schema"
+SCRIPT_LOCATION = _PACKAGED if _PACKAGED.is_dir() else PROJECT_ROOT / "alembic"
 
 
 def alembic_config(database_url: str) -> Config:
-    config = Config(str(PROJECT_ROOT / "alembic.ini"))
-    config.set_main_option("script_location", str(PROJECT_ROOT / "alembic"))
+    # No alembic.ini: it only serves alembic's own command line in a checkout.
+    config = Config()
+    config.set_main_option("script_location", str(SCRIPT_LOCATION))
+    config.set_main_option("path_separator", "os")
     config.attributes["database_url"] = database_url
     return config
 

@@ -9,6 +9,8 @@ from aio_pika.abc import AbstractConnection
 
 from app.messaging.queues import ready_count
 from app.messaging.topology import TIERS, Topology, declare_topology, declare_work_queue, routing_key
+from app.storage.unit_of_work import UnitOfWorkFactory
+from app.tenancy.tenants import list_tenants
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +47,12 @@ async def apply_routes(connection: AbstractConnection, topology: Topology, route
     for route in routes:
         await apply_route(connection, topology, route, declare=first)
         first = False
+
+
+async def route_every_tenant(uow: UnitOfWorkFactory, connection: AbstractConnection, topology: Topology) -> None:
+    """Bind every tenant's key to its queue: a consumer that starts on a fresh broker routes everyone."""
+    tenants = await list_tenants(uow)
+    await apply_routes(connection, topology, (Route(t.tenant_id, t.tier, t.dedicated_queue) for t in tenants))
 
 
 async def _unbind_if_declared(connection: AbstractConnection, topology: Topology, name: str, key: str) -> None:

@@ -11,6 +11,7 @@ sources that must agree:
 
 Every accepted message must be in exactly one terminal state: processed (a ledger row), dead-lettered
 (an open or discarded dead letter and no ledger row) or expired (the same, with reason `expired`).
+A message is (tenant_id, message_id), the consumer's idempotency key: every source is matched on both.
 """
 
 from collections import Counter
@@ -29,22 +30,22 @@ _MESSAGES = text(
     """
     SELECT o.message_id, o.tenant_id, o.payment_reference, o.amount_cents, o.currency,
            o.published_at IS NOT NULL AS published,
-           coalesce(l.n, 0) AS booked, l.tenant_id AS ledger_tenant, l.amount_cents AS ledger_cents,
+           coalesce(l.n, 0) AS booked, l.amount_cents AS ledger_cents,
            l.currency AS ledger_currency, l.payment_reference AS ledger_reference, l.booked_at,
            p.message_id IS NOT NULL AS claimed,
            d.reasons, d.last_failed_at AS dead_at, coalesce(d.n, 0) AS dead_letters
     FROM outbox o
     LEFT JOIN (
-        SELECT message_id, count(*) AS n, min(tenant_id) AS tenant_id, sum(amount_cents) AS amount_cents,
-               min(currency) AS currency, min(payment_reference) AS payment_reference, max(booked_at) AS booked_at
-        FROM ledger GROUP BY message_id
-    ) l USING (message_id)
-    LEFT JOIN processed_messages p USING (message_id)
+        SELECT tenant_id, message_id, count(*) AS n, sum(amount_cents) AS amount_cents, min(currency) AS currency,
+               min(payment_reference) AS payment_reference, max(booked_at) AS booked_at
+        FROM ledger GROUP BY tenant_id, message_id
+    ) l USING (tenant_id, message_id)
+    LEFT JOIN processed_messages p USING (tenant_id, message_id)
     LEFT JOIN (
-        SELECT message_id, count(*) AS n, array_agg(reason ORDER BY last_failed_at DESC) AS reasons,
+        SELECT tenant_id, message_id, count(*) AS n, array_agg(reason ORDER BY last_failed_at DESC) AS reasons,
                max(last_failed_at) AS last_failed_at
-        FROM dead_letters WHERE status IN ('open', 'discarded') GROUP BY message_id
-    ) d USING (message_id)
+        FROM dead_letters WHERE status IN ('open', 'discarded') GROUP BY tenant_id, message_id
+    ) d USING (tenant_id, message_id)
     """
 )
 
@@ -58,23 +59,25 @@ _DEAD = text(
     """
     SELECT tenant_id, currency, (reason = 'expired') AS expired, count(*) AS n, sum(amount_cents) AS cents
     FROM (
-        SELECT DISTINCT ON (d.message_id) d.message_id, d.tenant_id, d.currency, d.amount_cents, d.reason
+        SELECT DISTINCT ON (d.tenant_id, d.message_id) d.message_id, d.tenant_id, d.currency, d.amount_cents,
+               d.reason
         FROM dead_letters d
         WHERE d.status IN ('open', 'discarded') AND d.message_id IS NOT NULL
-          AND NOT EXISTS (SELECT 1 FROM ledger l WHERE l.message_id = d.message_id)
-        ORDER BY d.message_id, (d.reason = 'expired') DESC, d.last_failed_at DESC
+          AND NOT EXISTS (SELECT 1 FROM ledger l WHERE l.tenant_id = d.tenant_id AND l.message_id = d.message_id)
+        ORDER BY d.tenant_id, d.message_id, (d.reason = 'expired') DESC, d.last_failed_at DESC
     ) last_word
     GROUP BY 1, 2, 3
     """
 )
 _DOUBLE_PAID = text("SELECT tenant_id, payment_reference, count(*) AS n FROM ledger GROUP BY 1, 2 HAVING count(*) > 1")
+# A ledger row booked for another tenant than the one that sent the message is a phantom too.
 _PHANTOMS = text(
     "SELECT l.message_id, l.tenant_id FROM ledger l "
-    "WHERE NOT EXISTS (SELECT 1 FROM outbox o WHERE o.message_id = l.message_id)"
+    "WHERE NOT EXISTS (SELECT 1 FROM outbox o WHERE o.tenant_id = l.tenant_id AND o.message_id = l.message_id)"
 )
 _CLAIMS_WITHOUT_MONEY = text(
     "SELECT p.message_id FROM processed_messages p "
-    "WHERE NOT EXISTS (SELECT 1 FROM ledger l WHERE l.message_id = p.message_id)"
+    "WHERE NOT EXISTS (SELECT 1 FROM ledger l WHERE l.tenant_id = p.tenant_id AND l.message_id = p.message_id)"
 )
 _RETRIES = text("SELECT outcome, count(*) FROM delivery_attempts GROUP BY 1")
 
@@ -139,7 +142,7 @@ def _classify(report: LedgerReport, m: Any, expect_settled: bool) -> None:
         report.unpublished += 1
         if expect_settled:
             report.fail(f"{mid} is still unpublished in the outbox")
-    if m["booked"] > 1:  # impossible while ledger.message_id is unique; checked anyway
+    if m["booked"] > 1:  # impossible while the ledger's (tenant_id, message_id) is unique; checked anyway
         report.fail(f"{mid} is in the ledger {m['booked']} times")
     if m["booked"] != int(m["claimed"]):
         report.fail(
@@ -150,7 +153,6 @@ def _classify(report: LedgerReport, m: Any, expect_settled: bool) -> None:
         wrong = [
             name
             for name, ours, theirs in (
-                ("tenant", m["tenant_id"], m["ledger_tenant"]),
                 ("amount", m["amount_cents"], m["ledger_cents"]),
                 ("currency", m["currency"], m["ledger_currency"]),
                 ("reference", m["payment_reference"], m["ledger_reference"]),
@@ -216,8 +218,8 @@ async def _conserve(conn: AsyncConnection, report: LedgerReport, expect_settled:
 _DRILLS: dict[str, tuple[list[str], str]] = {
     "lost payment (ledger row and idempotency record deleted)": (
         [
-            "DELETE FROM processed_messages WHERE message_id = (SELECT message_id FROM ledger ORDER BY transfer_id "
-            "LIMIT 1)",
+            "DELETE FROM processed_messages WHERE (tenant_id, message_id) = (SELECT tenant_id, message_id FROM ledger "
+            "ORDER BY transfer_id LIMIT 1)",
             "DELETE FROM ledger WHERE transfer_id = (SELECT min(transfer_id) FROM ledger)",
         ],
         "in no terminal state",
@@ -240,7 +242,7 @@ _DRILLS: dict[str, tuple[list[str], str]] = {
             "UPDATE ledger SET tenant_id = (SELECT tenant_id FROM tenants WHERE tenant_id <> ledger.tenant_id "
             "LIMIT 1) WHERE transfer_id = (SELECT max(transfer_id) FROM ledger)"
         ],
-        "differs from the accepted message in tenant",
+        "was never accepted",
     ),
     "idempotency record left without money": (
         ["DELETE FROM ledger WHERE transfer_id = (SELECT max(transfer_id) FROM ledger)"],

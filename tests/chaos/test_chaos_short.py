@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.chaos.rig import ChaosConfig, ChaosRig, new_seed, short_faults
+from tests.chaos.config import ChaosConfig, new_seed, short_faults
+from tests.chaos.rig import ChaosRig
 
 pytestmark = pytest.mark.chaos
 
@@ -42,6 +43,6 @@ async def test_money_is_conserved_through_crashes_and_disconnects(tmp_path: Path
         assert result.faults[kind] == planned[kind], f"{kind}: {result.faults[kind]} of {planned[kind]}"
     assert result.report.accepted >= 3000
     assert result.report.processed > 0
-    assert result.report.dead_lettered["permanent_failure"] > 0
+    assert result.report.dead_lettered["account_closed"] > 0
     assert result.report.dead_lettered["retries_exhausted"] > 0
     assert result.report.expired == config.rows_per_batch * config.expired_batches

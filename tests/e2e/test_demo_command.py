@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from app.bootstrap import uow_factory_for
+from app.resources import uow_factory_for
 from app.storage.engine import make_engine
+from tests.utils.pain002 import read_pain002, xsd_errors
 from tests.utils.services import ROOT, delete_vhost, drop_database, unique
 
 pytestmark = pytest.mark.e2e
@@ -27,6 +28,7 @@ def demo_name() -> Iterator[str]:
     delete_vhost(name)
 
 
+@pytest.mark.timeout(660)  # the demo's own processes (the core among them) and the reconciliation, on a shared machine
 async def test_the_demo_moves_every_payment_exactly_once(demo_name: str, tmp_path: Path) -> None:
     env_db = f"postgresql+asyncpg://root@127.0.0.1:5432/{demo_name}"
     result = await asyncio.to_thread(
@@ -69,8 +71,23 @@ async def test_the_demo_moves_every_payment_exactly_once(demo_name: str, tmp_pat
         for tenant, n in open_dead:
             assert n == sum(v["count"] for v in expected[tenant]["dead_lettered_closed"].values())
         _the_reconciliation_report_matches(tmp_path / "logs" / "reconciliation" / "summary.csv", expected)
+        _the_status_reports_are_valid_pain002(tmp_path / "logs", expected)
     finally:
         await drop_database(env_db)
+        await drop_database(f"{env_db}_core")  # the reference core's own database
+
+
+def _the_status_reports_are_valid_pain002(logs: Path, expected: dict[str, Any]) -> None:
+    """One pain.002 per submitted file (one of each format), each valid against the official XSD, saying ACSC
+    for every payment processed and RJCT for every row rejected at validation."""
+    reports = {path.name.split("_")[1]: path.read_bytes() for path in logs.glob("bulk_*.pain.002.xml")}
+    assert set(reports) == set(expected)
+    for tenant, data in reports.items():
+        version = "pain.002.001.03" if expected[tenant]["format"] == "pain.001.001.03" else "pain.002.001.10"
+        assert xsd_errors(data, version) == []
+        counts = read_pain002(data).per_status
+        assert counts["ACSC"] == sum(v["count"] for v in expected[tenant]["processed_final"].values())
+        assert counts["RJCT"] == expected[tenant]["rejected"]
 
 
 def _the_reconciliation_report_matches(summary: Path, expected: dict[str, Any]) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from app.bootstrap import uow_factory_for
+from app.resources import uow_factory_for
 from app.storage.engine import make_engine
 from app.storage.migrations import upgrade_to_head
 from app.storage.unit_of_work import UnitOfWorkFactory

@@ -12,11 +12,10 @@ from sqlalchemy import select
 from typer.testing import CliRunner
 
 from app.admin.api_keys import create_api_key, revoke_api_key
-from app.bootstrap import uow_factory_for
 from app.cli.apikeys import apikeys_app
 from app.errors import UsageError
+from app.resources import build_database
 from app.settings import Settings, get_settings
-from app.storage.engine import make_engine
 from app.storage.tables import api_keys
 from app.storage.unit_of_work import UnitOfWorkFactory
 from tests.utils.admin import admin_client, bearer, tenant_key
@@ -134,8 +133,8 @@ def test_apikeys_cli_creates_lists_and_revokes(cli_env: None, uow_factory: UnitO
 
 async def _tenant_in_own_loop() -> str:
     """The CLI runs its own event loop, so this test makes its tenant on a short-lived engine too."""
-    engine = make_engine(get_settings().database_url, pool_size=1)
+    database = build_database(get_settings(), pool_size=1)
     try:
-        return await fresh_tenant(uow_factory_for(engine))
+        return await fresh_tenant(database.uow)
     finally:
-        await engine.dispose()
+        await database.dispose()

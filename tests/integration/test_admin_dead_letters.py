@@ -9,7 +9,14 @@ import pytest
 
 from app.settings import Settings
 from app.storage.unit_of_work import UnitOfWorkFactory
-from tests.utils.admin import admin_client, admin_key, bearer, seed_dead_letter, tenant_key
+from tests.utils.admin import (
+    admin_client,
+    admin_key,
+    bearer,
+    seed_dead_letter,
+    tenant_key,
+    two_tenants_with_a_dead_letter_each,
+)
 from tests.utils.dead_letters import dead_letter
 from tests.utils.services import ServiceProcess, eventually
 from tests.utils.world import fresh_tenant, ledger_count
@@ -65,9 +72,13 @@ async def test_a_tenant_can_neither_see_nor_touch_another_tenants_dead_letters(
     assert stats["total"] == [{"group": "all", "currency": "AUD", "count": 1, "amount_cents": 1111}]
     assert [row["group"] for row in stats["by_tenant"]] == [a]
 
-    audit = (await client.get(f"/v1/dead-letters/audit?tenant={b}", headers=as_a)).json()["audit"]
-    assert {e["tenant_id"] for e in audit} == {a}  # its own dry run only; b's discard is not shown
-    assert (await client.get(f"/v1/dead-letters/audit?id={theirs}", headers=as_a)).json() == {"audit": []}
+    trail = (await client.get(f"/v1/dead-letters/audit?tenant={b}", headers=as_a)).json()
+    assert {e["tenant_id"] for e in trail["audit"]} == {a}  # its own dry run only; b's discard is not shown
+    assert {r["tenant_id"] for r in trail["requests"]} == {a}  # its own requests, the refused ones too
+    assert (await client.get(f"/v1/dead-letters/audit?id={theirs}", headers=as_a)).json() == {
+        "audit": [],
+        "requests": [],
+    }
 
 
 async def test_the_admin_sees_every_tenant_and_may_unmask(
@@ -148,11 +159,42 @@ async def test_replay_needs_a_selection_and_permanent_failures_need_force(
         await client.post("/v1/dead-letters/replay", headers=as_tenant, json={"ids": [dead], "dry_run": True})
     ).json()
     assert refused["outcomes"][0]["action"] == "refused"
-    assert "--force" in refused["outcomes"][0]["detail"]
+    assert '"force": true' in refused["outcomes"][0]["detail"]  # speaks HTTP, not only the CLI's flag
+    # Force is for admin keys: a tenant's own key is refused, and the attempt is in the audit trail.
     forced = {"ids": [dead], "dry_run": True, "force": True}
-    assert (await client.post("/v1/dead-letters/replay", headers=as_tenant, json=forced)).json()["summary"] == {
+    by_tenant = await client.post("/v1/dead-letters/replay", headers=as_tenant, json=forced)
+    assert by_tenant.status_code == 403
+    assert "admin" in by_tenant.json()["detail"]
+    as_admin = bearer(await admin_key(uow_factory))
+    assert (await client.post("/v1/dead-letters/replay", headers=as_admin, json=forced)).json()["summary"] == {
         "would replay": 1
     }
+    requests = (await client.get("/v1/dead-letters/audit", headers=as_tenant)).json()["requests"]
+    assert [(r["force"], r["dry_run"], r["outcome"].split(":")[0]) for r in requests] == [
+        (True, True, "request refused"),  # force from a tenant key
+        (False, True, "refused"),  # one dead letter refused (needs force)
+        (False, False, "request refused"),  # ids and all
+        (False, True, "request refused"),  # nothing selected
+    ]
+    assert "admin" in requests[0]["outcome"]
+    assert all(r["actor"].startswith(f"{tenant} ops [key ") and r["tenant_id"] == tenant for r in requests)
+
+
+async def test_a_forced_replay_reads_as_forced_in_the_payments_trace_over_http(
+    client: httpx.AsyncClient, uow_factory: UnitOfWorkFactory
+) -> None:
+    tenant = await fresh_tenant(uow_factory)
+    dead, wire = await seed_dead_letter(uow_factory, tenant, reason="permanent_failure")
+    as_admin = bearer(await admin_key(uow_factory, "carol"))
+    replayed = await client.post(
+        "/v1/dead-letters/replay", headers=as_admin, json={"ids": [dead], "force": True, "why": "account reopened"}
+    )
+    assert replayed.json()["summary"] == {"replayed": 1}, replayed.text
+    trace = (await client.get(f"/v1/payments/{wire['message_id']}", headers=as_admin)).json()
+    [event] = [e for e in trace["events"] if e["stage"] == "replayed"]
+    assert event["summary"].startswith("replayed by carol [key "), event
+    assert ", forced" in event["summary"]
+    assert "--force" not in str(trace)
 
 
 async def test_discard_needs_a_reason_and_an_open_dead_letter(
@@ -173,3 +215,36 @@ async def test_discard_needs_a_reason_and_an_open_dead_letter(
     assert again.status_code == 409
     row = await dead_letter(uow_factory, dead)
     assert row.status == "discarded"  # marked, never deleted
+
+
+async def test_filters_naming_unknown_values_are_refused_without_showing_other_tenants_values(
+    client: httpx.AsyncClient, uow_factory: UnitOfWorkFactory
+) -> None:
+    a, b, mine, theirs = await two_tenants_with_a_dead_letter_each(uow_factory)
+    as_a, as_admin = bearer(await tenant_key(uow_factory, a)), bearer(await admin_key(uow_factory))
+
+    ok = await client.get("/v1/dead-letters", params={"batch": mine["correlation_id"]}, headers=as_a)
+    assert ok.status_code == 200
+    assert len(ok.json()["dead_letters"]) == 1
+
+    reason = await client.get("/v1/dead-letters", params={"reason": "acount_closed"}, headers=as_a)
+    assert reason.status_code == 422
+    assert "'acount_closed' is not a dead-letter reason; did you mean 'account_closed'?" in str(reason.json())
+
+    # Another tenant's batch is unknown to a tenant's key, and its id is not offered as a suggestion.
+    hidden = await client.get("/v1/dead-letters", params={"batch": theirs["correlation_id"]}, headers=as_a)
+    assert hidden.status_code == 422
+    answer = str(hidden.json()).replace(f"{theirs['correlation_id']!r} is not", "")
+    assert theirs["correlation_id"] not in answer
+    assert mine["correlation_id"] in answer
+
+    typo = b[:-1] + ("x" if b[-1] != "x" else "y")
+    for path in ("/v1/dead-letters", "/v1/dead-letters/stats", "/v1/dead-letters/audit"):
+        wrong = await client.get(path, params={"tenant": typo}, headers=as_admin)
+        assert wrong.status_code == 422, path
+        assert f"tenant {typo!r} is not a tenant; did you mean {b!r}?" in str(wrong.json()), path
+    replay = await client.post(
+        "/v1/dead-letters/replay", headers=as_admin, json={"filter": {"batch": "no-such-batch"}, "dry_run": True}
+    )
+    assert replay.status_code == 422
+    assert "batch 'no-such-batch' is not a batch" in str(replay.json())

@@ -6,10 +6,11 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
+from app.messaging.connection import vhost_of
 from app.settings import Settings
 from app.storage.unit_of_work import UnitOfWorkFactory
 from app.tenancy.broker_users import broker_user
-from app.tenancy.workers import set_desired_state
+from app.tenancy.pool_operations import set_desired_state
 from tests.utils.admin import admin_client, admin_key, bearer, tenant_key
 from tests.utils.services import MANAGEMENT_AUTH, MANAGEMENT_URL, ServiceProcess, eventually, unique
 from tests.utils.world import fresh_tenant
@@ -75,7 +76,9 @@ async def test_tenant_keys_cannot_control_pools_or_tenants(
     assert (shown["tier"], shown["status"], shown["max_in_flight"]) == ("basic", "active", 100_000)  # unchanged
 
 
-async def test_admin_manages_tenants(client: httpx.AsyncClient, uow_factory: UnitOfWorkFactory) -> None:
+async def test_admin_manages_tenants(
+    client: httpx.AsyncClient, uow_factory: UnitOfWorkFactory, settings: Settings
+) -> None:
     headers = bearer(await admin_key(uow_factory))
     tenant = unique("t")
     try:
@@ -86,7 +89,7 @@ async def test_admin_manages_tenants(client: httpx.AsyncClient, uow_factory: Uni
         added = response.json()
         assert added["created"] is True
         assert (added["tenant"]["tier"], added["tenant"]["status"]) == ("premium", "active")
-        assert added["credentials"]["user"] == broker_user(tenant)
+        assert added["credentials"]["user"] == broker_user(tenant, vhost_of(settings.amqp_url))
         assert len(added["credentials"]["password"]) >= 16
 
         again = await client.post("/admin/tenants", headers=headers, json={"tenant_id": tenant, "name": "Acme"})
@@ -119,7 +122,7 @@ async def test_admin_manages_tenants(client: httpx.AsyncClient, uow_factory: Uni
         assert (await client.post("/admin/tenants/no-such-tenant/suspend", headers=headers)).status_code == 404
     finally:
         async with httpx.AsyncClient(base_url=MANAGEMENT_URL, auth=MANAGEMENT_AUTH) as management:
-            await management.delete(f"/api/users/{broker_user(tenant)}")
+            await management.delete(f"/api/users/{broker_user(tenant, vhost_of(settings.amqp_url))}")
 
 
 async def test_admin_stop_and_start_a_tier_and_the_consumer_follows(

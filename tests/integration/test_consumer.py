@@ -9,15 +9,15 @@ import pytest
 from aio_pika.abc import AbstractChannel
 
 from app.messaging import headers
-from app.messaging.topology import Topology
 from app.settings import Settings
 from app.storage.unit_of_work import UnitOfWorkFactory
 from contracts import wire_timestamp
-from tests.utils.dead_letters import queue_depth_now
 from tests.utils.factories import make_wire_dict, to_wire_bytes
+from tests.utils.scenarios import drain_with_a_new_consumer, send_until_dead_lettered
 from tests.utils.services import ServiceEnv, ServiceProcess, eventually
 from tests.utils.world import (
     attempts_for,
+    booked_once,
     dead_letters,
     fresh_tenant,
     ledger_count,
@@ -27,20 +27,6 @@ from tests.utils.world import (
 )
 
 pytestmark = pytest.mark.integration
-
-
-async def _drain_with_a_new_consumer(service_env: ServiceEnv, settings: Settings, logs_dir: Path) -> None:
-    """A fresh consumer empties the basic tier queue, with a second more for a (wrong) second booking."""
-    survivor = ServiceProcess.consumer(service_env.env(), logs_dir / "consumer.log")
-    try:
-
-        async def drained() -> bool:
-            return await queue_depth_now(settings.amqp_url, Topology.from_settings(settings).tier_queue("basic")) == 0
-
-        await eventually(drained)
-        await asyncio.sleep(1.0)
-    finally:
-        survivor.stop()
 
 
 async def test_same_message_id_three_times_moves_money_once(
@@ -70,14 +56,12 @@ async def test_killed_after_commit_before_ack_is_redelivered_and_not_paid_twice(
 ) -> None:
     tenant = await fresh_tenant(uow_factory)
     wire = make_wire_dict(tenant_id=tenant)
-    doomed = ServiceProcess.consumer(
-        service_env.env(REMIT_FAULT_KILL_AFTER_COMMITS="1"), logs_dir / "consumer-doomed.log"
-    )
+    doomed = ServiceProcess.consumer(service_env.env(), logs_dir / "consumer-doomed.log", kill_after_commits=1)
     await send_payment(settings, wire)
     assert doomed.wait_exit(timeout=60) == -9
     assert await ledger_count(uow_factory, wire["message_id"]) == 1  # committed before the kill
 
-    await _drain_with_a_new_consumer(service_env, settings, logs_dir)
+    await drain_with_a_new_consumer(service_env, settings, logs_dir)
     assert await ledger_count(uow_factory, wire["message_id"]) == 1
     assert await processed_count(uow_factory, wire["message_id"]) == 1
 
@@ -126,11 +110,7 @@ async def test_malformed_bodies_are_dead_lettered_with_reasons_and_the_consumer_
 
     good = make_wire_dict(tenant_id=tenant)
     await publish_raw(settings.amqp_url, to_wire_bytes(good), key, tenant_header=tenant, message_id=good["message_id"])
-
-    async def booked() -> bool:
-        return await ledger_count(uow_factory, good["message_id"]) == 1
-
-    await eventually(booked)
+    await eventually(booked_once(uow_factory, good["message_id"]))
     assert consumer.proc.poll() is None
 
 
@@ -140,8 +120,7 @@ async def test_expired_on_arrival_is_dead_lettered_never_processed(
     tenant = await fresh_tenant(uow_factory)
     stamp = wire_timestamp(datetime.now(UTC) - timedelta(hours=2))
     wire = make_wire_dict(tenant_id=tenant, timestamp_utc=stamp, ttl_seconds=3600)
-    await send_payment(settings, wire)
-    [dead] = await dead_letters(channel, settings, 1)
+    dead = await send_until_dead_lettered(settings, channel, wire)
     assert dead.headers[headers.REASON] == "expired"
     assert await ledger_count(uow_factory, wire["message_id"]) == 0
 
@@ -154,13 +133,14 @@ async def test_a_paid_message_redelivered_after_its_ttl_is_a_duplicate_not_expir
     logs_dir: Path,
 ) -> None:
     tenant = await fresh_tenant(uow_factory)
+    doomed = ServiceProcess.consumer(service_env.env(), logs_dir / "doomed.log", kill_after_commits=1)
+    await doomed.ready()  # the 2 s TTL must not run out while a loaded machine starts the consumer
     stamp = wire_timestamp(datetime.now(UTC))
     wire = make_wire_dict(tenant_id=tenant, timestamp_utc=stamp, ttl_seconds=2)
-    doomed = ServiceProcess.consumer(service_env.env(REMIT_FAULT_KILL_AFTER_COMMITS="1"), logs_dir / "doomed.log")
     await send_payment(settings, wire)
     assert doomed.wait_exit(timeout=60) == -9  # booked, then killed before the ack
     await asyncio.sleep(2.5)  # the TTL runs out while the unacked message waits for redelivery
-    await _drain_with_a_new_consumer(service_env, settings, logs_dir)
+    await drain_with_a_new_consumer(service_env, settings, logs_dir)
     assert await ledger_count(uow_factory, wire["message_id"]) == 1
     dead_letters = await channel.get_queue(settings.dead_letter_queue)
     assert await dead_letters.get(no_ack=True, fail=False) is None  # not an "expired" dead letter: it was paid

@@ -11,21 +11,21 @@ from sqlalchemy import func, insert, select
 
 from app.deadletters.audit import list_audit
 from app.deadletters.discard import discard_dead_letter
-from app.deadletters.errors import DeadLetterNotFound, DiscardRefused, RetentionTooShort
-from app.deadletters.incoming import IncomingDeadLetter
 from app.deadletters.query import DeadLetterFilter
-from app.deadletters.replay import ReplayPolicy, ReplayRequest, replay_dead_letters
+from app.deadletters.replay import replay_dead_letters
 from app.deadletters.republish import AmqpReplayPublisher
-from app.deadletters.retention import RetentionPolicy, purge_expired_records, set_tenant_retention
+from app.deadletters.requests import ReplayRequest, list_requests
+from app.deadletters.retention import purge_expired_records, set_tenant_retention
 from app.deadletters.review import dead_letter_stats, list_dead_letters, show_dead_letter
-from app.deadletters.store import DeadLetterArchive
+from app.errors import DeadLetterNotFound, DiscardRefused, RetentionTooShort
 from app.messaging.connection import login_of
 from app.messaging.topology import Topology
 from app.settings import Settings
 from app.storage.tables import dead_letters, delivery_attempts, processed_messages
 from app.storage.unit_of_work import UnitOfWorkFactory
-from tests.utils.dead_letters import audit_of, consumer_headers, dead_letter, dead_letters_of, queue_depth_now
-from tests.utils.factories import make_wire_dict, new_message_id, to_wire_bytes
+from tests.utils.dead_letters import archive_as_consumer, audit_of, dead_letter, dead_letters_of, queue_depth_now
+from tests.utils.factories import make_wire_dict, new_message_id
+from tests.utils.policies import replay_policy, retention_policy
 from tests.utils.services import ServiceProcess, eventually
 from tests.utils.world import fresh_tenant, ledger_count
 
@@ -34,17 +34,11 @@ pytestmark = pytest.mark.integration
 
 async def archived(uow: UnitOfWorkFactory, wire: dict[str, Any], reason: str = "retries_exhausted") -> int:
     """Store a consumer-style dead letter for `wire` (a new failure event each call); return its id."""
-    await asyncio.sleep(0.002)  # remit-failed-at is unique per event
-    incoming = IncomingDeadLetter(
-        to_wire_bytes(wire), consumer_headers(wire["tenant_id"], reason), wire["message_id"], wire["correlation_id"]
-    )
-    assert await DeadLetterArchive(uow).archive(incoming)
-    rows = await dead_letters_of(uow, wire["tenant_id"])
-    return int(rows[-1].dead_letter_id)
+    return await archive_as_consumer(uow, wire, reason)
 
 
 def request(dead_letter_id: int | None = None, **kwargs: Any) -> ReplayRequest:
-    return ReplayRequest(actor="tester", dead_letter_id=dead_letter_id, **kwargs)
+    return ReplayRequest(actor="tester", dead_letter_ids=() if dead_letter_id is None else (dead_letter_id,), **kwargs)
 
 
 @pytest.fixture
@@ -60,7 +54,7 @@ async def test_replay_is_processed_exactly_once_and_replaying_again_resolves(
     dead = await archived(uow_factory, wire)
     user = login_of(settings.amqp_url)
 
-    [outcome] = await replay_dead_letters(uow_factory, publisher, request(dead), user_id=user)
+    [outcome] = await replay_dead_letters(uow_factory, publisher, request(dead), user_id=user, policy=replay_policy())
     assert outcome.action == "replayed"
     assert (await dead_letter(uow_factory, dead)).status == "replayed"
 
@@ -69,7 +63,7 @@ async def test_replay_is_processed_exactly_once_and_replaying_again_resolves(
 
     await eventually(booked)
 
-    [again] = await replay_dead_letters(uow_factory, publisher, request(dead), user_id=user)
+    [again] = await replay_dead_letters(uow_factory, publisher, request(dead), user_id=user, policy=replay_policy())
     assert again.action == "resolved"
     await asyncio.sleep(1.0)  # every chance for a (wrong) second booking
     assert await ledger_count(uow_factory, wire["message_id"]) == 1
@@ -90,7 +84,7 @@ async def test_refusals_and_dry_runs_change_nothing_and_publish_nothing(
     user = login_of(settings.amqp_url)
 
     dry = request(everything=True, dry_run=True, where=DeadLetterFilter(tenant=tenant))
-    outcomes = await replay_dead_letters(uow_factory, publisher, dry, user_id=user)
+    outcomes = await replay_dead_letters(uow_factory, publisher, dry, user_id=user, policy=replay_policy())
     mine = {o.dead_letter_id: o for o in outcomes}
     assert mine[permanent].action == "refused"
     assert "--force" in mine[permanent].detail
@@ -101,7 +95,9 @@ async def test_refusals_and_dry_runs_change_nothing_and_publish_nothing(
     assert await queue_depth_now(settings.amqp_url, Topology.from_settings(settings).tier_queue("basic")) == 0
     assert [(a.action, a.dry_run) for a in await audit_of(uow_factory, transient)] == [("replay", True)]
 
-    [forced] = await replay_dead_letters(uow_factory, publisher, request(permanent, force=True), user_id=user)
+    [forced] = await replay_dead_letters(
+        uow_factory, publisher, request(permanent, force=True), user_id=user, policy=replay_policy()
+    )
     assert forced.action == "replayed"
 
     async def published() -> bool:
@@ -115,7 +111,7 @@ async def test_the_replay_budget_refuses_after_the_limit(
 ) -> None:
     tenant = await fresh_tenant(uow_factory)
     wire = make_wire_dict(tenant_id=tenant)
-    policy = ReplayPolicy(budget=2)
+    policy = replay_policy(budget=2)
     user = login_of(settings.amqp_url)
     for _ in range(2):  # no consumer: each replay "fails again" as a new dead letter of the same message
         dead = await archived(uow_factory, wire)
@@ -160,10 +156,14 @@ async def test_a_tenant_never_sees_or_touches_another_tenants_dead_letters(
     with pytest.raises(DeadLetterNotFound):
         await discard_dead_letter(uow_factory, theirs, "not mine", "ops", tenant=a)
     scoped = request(theirs, where=DeadLetterFilter(tenant=a))
-    [refused] = await replay_dead_letters(uow_factory, publisher, scoped, user_id=login_of(settings.amqp_url))
-    assert refused.action == "refused"
+    with pytest.raises(DeadLetterNotFound):  # as for a missing id; the request is in the audit trail
+        await replay_dead_letters(
+            uow_factory, publisher, scoped, user_id=login_of(settings.amqp_url), policy=replay_policy()
+        )
+    [refusal] = [r for r in await list_requests(uow_factory, tenant=a) if r.dead_letter_ids == [theirs]]
+    assert refusal.outcome.startswith(f"request refused: no dead letter {theirs} for tenant {a}")
     everything = request(everything=True, where=DeadLetterFilter(tenant=a), dry_run=True)
-    outcomes = await replay_dead_letters(uow_factory, publisher, everything, user_id="x")
+    outcomes = await replay_dead_letters(uow_factory, publisher, everything, user_id="x", policy=replay_policy())
     assert [o.dead_letter_id for o in outcomes] == [mine]
     stats = await dead_letter_stats(uow_factory, DeadLetterFilter(tenant=a, status="open"))
     assert [(s.group, s.currency, s.count, s.amount_cents) for s in stats.by_tenant] == [(a, "AUD", 1, 100)]
@@ -202,7 +202,7 @@ async def test_show_masks_accounts_and_lists_the_attempt_history(uow_factory: Un
 async def test_purge_deletes_old_closed_records_in_batches_and_keeps_open_ones(uow_factory: UnitOfWorkFactory) -> None:
     tenant = await fresh_tenant(uow_factory)
     long_keeper = await fresh_tenant(uow_factory)
-    await set_tenant_retention(uow_factory, long_keeper, 90, RetentionPolicy())
+    await set_tenant_retention(uow_factory, long_keeper, 90, retention_policy())
     old = datetime.now(UTC) - timedelta(days=40)
     old_ids = [new_message_id() for _ in range(5)]
     kept_id = new_message_id()
@@ -224,7 +224,7 @@ async def test_purge_deletes_old_closed_records_in_batches_and_keeps_open_ones(u
     closed = await archived(uow_factory, make_wire_dict(tenant_id=tenant))
     await discard_dead_letter(uow_factory, closed, "test", "ops", now=old)
 
-    report = await purge_expired_records(uow_factory, RetentionPolicy(batch_size=2))
+    report = await purge_expired_records(uow_factory, retention_policy(batch_size=2))
     assert report.deleted["processed_messages"] >= 5
     assert report.tenant_days[long_keeper] == 90
 
@@ -244,4 +244,4 @@ async def test_purge_deletes_old_closed_records_in_batches_and_keeps_open_ones(u
     assert await list_audit(uow_factory, dead_letter_id=closed)  # the trail outlives the dead letter
 
     with pytest.raises(RetentionTooShort, match="Use at least"):
-        await purge_expired_records(uow_factory, RetentionPolicy(days=3))
+        await purge_expired_records(uow_factory, retention_policy(days=3))

@@ -15,15 +15,13 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from app.bootstrap import uow_factory_for
 from app.cli.dlq import dlq_app
 from app.cli.purge import purge_command
-from app.deadletters.incoming import IncomingDeadLetter
-from app.deadletters.store import DeadLetterArchive
+from app.resources import uow_factory_for
 from app.settings import get_settings
 from app.storage.engine import make_engine
-from tests.utils.dead_letters import consumer_headers, dead_letters_of
-from tests.utils.factories import make_wire_dict, new_tenant_id, to_wire_bytes
+from tests.utils.dead_letters import archive_as_consumer
+from tests.utils.factories import make_wire_dict, new_tenant_id
 from tests.utils.services import ROOT
 
 pytestmark = pytest.mark.integration
@@ -48,17 +46,8 @@ def seed(database_url: str, *dead: tuple[dict[str, Any], str]) -> list[int]:
 
     async def store() -> list[int]:
         engine = make_engine(database_url, pool_size=1)
-        uow = uow_factory_for(engine)
         try:
-            ids = []
-            for wire, reason in dead:
-                await asyncio.sleep(0.002)  # a distinct remit-failed-at per event
-                headers = consumer_headers(wire["tenant_id"], reason)
-                await DeadLetterArchive(uow).archive(
-                    IncomingDeadLetter(to_wire_bytes(wire), headers, wire["message_id"])
-                )
-                ids.append(int((await dead_letters_of(uow, wire["tenant_id"]))[-1].dead_letter_id))
-            return ids
+            return [await archive_as_consumer(uow_factory_for(engine), wire, reason) for wire, reason in dead]
         finally:
             await engine.dispose()
 
@@ -160,8 +149,41 @@ def test_a_dry_run_replay_reports_and_audits_but_changes_nothing(database_url: s
     assert {o["dead_letter_id"]: o["action"] for o in report["outcomes"]} == {dead: "would replay", expired: "refused"}
     listed = as_json(invoke("dlq", "list", "--tenant", tenant, "--json"))["dead_letters"]
     assert {d["status"] for d in listed} == {"open"}
-    [entry] = as_json(invoke("dlq", "audit", "--tenant", tenant, "--json"))["audit"]
-    assert (entry["dead_letter_id"], entry["dry_run"], entry["actor"]) == (dead, True, "cli-tester")
+    trail = as_json(invoke("dlq", "audit", "--tenant", tenant, "--json"))
+    assert {(e["dead_letter_id"], e["action"], e["dry_run"], e["actor"]) for e in trail["audit"]} == {
+        (dead, "replay", True, "cli-tester"),
+        (expired, "refuse", True, "cli-tester"),  # refusals are audited too, with why
+    }
+    [request] = trail["requests"]
+    assert (request["actor"], request["dry_run"], request["force"], request["tenant_id"]) == (
+        "cli-tester",
+        True,
+        False,
+        tenant,
+    )
+    assert request["outcome"] == "refused: 1, would replay: 1"
+
+
+def test_a_bulk_replay_shows_its_progress_as_plain_lines_when_not_on_a_terminal(database_url: str) -> None:
+    tenant = new_tenant_id()
+    ids = seed(database_url, *[(make_wire_dict(tenant_id=tenant), "retries_exhausted") for _ in range(3)])
+    bulk = invoke("dlq", "replay", "--tenant", tenant, "--dry-run")
+    assert bulk.exit_code == 0, bulk.output
+    progress = [line for line in bulk.stderr.splitlines() if line.startswith("replaying")]
+    assert progress[:4] == [
+        "replaying (dry run) ...",
+        "replaying (dry run): 1/3 (33%)",
+        "replaying (dry run): 2/3 (66%)",
+        "replaying (dry run): 3/3 (100%)",
+    ]
+    assert progress[4].startswith("replaying (dry run): done in ")
+    assert "replaying" not in bulk.stdout  # stdout keeps the report alone
+
+    one = invoke("dlq", "replay", str(ids[0]), "--dry-run")
+    assert one.exit_code == 0, one.output
+    assert "replaying" not in one.stderr  # one dead letter: nothing to watch
+    scripted = invoke("dlq", "replay", "--tenant", tenant, "--dry-run", "--json")
+    assert "replaying" not in scripted.stderr
 
 
 def test_discard_needs_a_reason_marks_it_and_shows_in_the_audit(database_url: str) -> None:
@@ -196,7 +218,7 @@ def test_purge_refuses_a_retention_shorter_than_ttl_plus_delay_plus_window() -> 
     assert result.exit_code == 2
     assert "Use at least" in result.stderr
     report = as_json(invoke("purge", "--dry-run", "--json"))
-    assert set(report["deleted"]) == {"processed_messages", "delivery_attempts", "dead_letters"}
+    assert set(report["deleted"]) == {"processed_messages", "delivery_attempts", "dead_letters", "deleted_tenants"}
 
 
 def test_the_commands_run_as_real_processes(database_url: str) -> None:
@@ -213,3 +235,36 @@ def test_the_commands_run_as_real_processes(database_url: str) -> None:
     dry = subprocess.run([sys.executable, "-c", purge, "--dry-run"], cwd=ROOT, env=env, capture_output=True)
     assert dry.returncode == 0, dry.stderr
     assert b"would delete" in dry.stdout
+
+
+def test_a_filter_naming_an_unknown_reason_tenant_or_batch_is_an_error_with_the_known_values(
+    database_url: str,
+) -> None:
+    tenant = new_tenant_id()
+    wire = make_wire_dict(tenant_id=tenant)
+    batch = wire["correlation_id"]  # published directly: no batches row knows it, its dead letter does
+    seed(database_url, (wire, "retries_exhausted"))
+    known = as_json(
+        invoke("dlq", "list", "--tenant", tenant, "--batch", batch, "--reason", "retries_exhausted", "--json")
+    )
+    assert len(known["dead_letters"]) == 1
+
+    reason = invoke("dlq", "list", "--reason", "retries_exhaustd")
+    assert reason.exit_code == 2, reason.output
+    assert "--reason 'retries_exhaustd' is not a dead-letter reason" in reason.stderr
+    assert "did you mean 'retries_exhausted'?" in reason.stderr
+    assert "account_closed" in reason.stderr  # the known values are listed
+
+    typo = tenant[:-1] + ("x" if tenant[-1] != "x" else "y")
+    for command in (("list",), ("stats",), ("audit",), ("replay", "--all", "--dry-run")):
+        wrong = invoke("dlq", *command, "--tenant", typo)
+        assert wrong.exit_code == 2, (command, wrong.output)
+        assert f"--tenant {typo!r} is not a tenant; did you mean" in wrong.stderr, command
+        assert repr(tenant) in wrong.stderr, command
+
+    other = invoke("dlq", "list", "--tenant", tenant, "--batch", batch + "9")
+    assert other.exit_code == 2, other.output
+    assert f"--batch {batch + '9'!r} is not a batch of tenant {tenant}; did you mean {batch!r}?" in other.stderr
+    replay = invoke("dlq", "replay", "--tenant", tenant, "--batch", batch + "9", "--dry-run")
+    assert replay.exit_code == 2, replay.output
+    assert "is not a batch of tenant" in replay.stderr

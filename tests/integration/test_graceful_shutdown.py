@@ -23,7 +23,7 @@ from tests.utils.world import fresh_tenant, ledger_rows_for_tenant
 pytestmark = pytest.mark.integration
 
 TOTAL = 600
-GRACEFUL_TIMEOUT = 30.0  # app.main: RabbitBroker(graceful_timeout=30.0)
+GRACEFUL_TIMEOUT = 30.0  # app/bootstrap.py: CONSUMER_GRACEFUL_SECONDS
 # One free-tier worker with a small prefetch and small commits: slow enough to be stopped mid-stream.
 SLOW = {"REMIT_PREFETCH": "8", "REMIT_COMMIT_BATCH_MAX": "2"}
 

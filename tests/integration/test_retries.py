@@ -1,4 +1,5 @@
-"""Retries, permanent failures and TTL on the real broker, with the core-banking simulator's rules."""
+"""Retries, permanent failures and TTL on the real broker, with the test-only core's failure rules
+(tests/support/core.py)."""
 
 import asyncio
 from datetime import UTC, datetime
@@ -15,9 +16,11 @@ from app.settings import Settings
 from app.storage.unit_of_work import UnitOfWorkFactory
 from contracts import wire_timestamp
 from tests.utils.factories import make_wire_dict, new_tenant_id, to_wire_bytes
+from tests.utils.scenarios import consumer_running, send_until_booked, send_until_dead_lettered
 from tests.utils.services import ServiceEnv, ServiceProcess, eventually
 from tests.utils.world import (
     attempts_for,
+    booked_once,
     dead_letters,
     fresh_tenant,
     ledger_count,
@@ -26,10 +29,6 @@ from tests.utils.world import (
 )
 
 pytestmark = pytest.mark.integration
-
-
-def _consumer(env: ServiceEnv, logs: Path, name: str = "consumer", **overrides: str) -> ServiceProcess:
-    return ServiceProcess.consumer(env.env(**overrides), logs / f"{name}.log")
 
 
 async def test_transient_failures_then_success_processes_once_after_n_attempts(
@@ -41,17 +40,9 @@ async def test_transient_failures_then_success_processes_once_after_n_attempts(
 ) -> None:
     tenant = await fresh_tenant(uow_factory)
     wire = make_wire_dict(tenant_id=tenant, creditor_account="555000111")
-    consumer = _consumer(service_env, logs_dir, REMIT_SIMULATOR_FLAKY_ACCOUNTS='{"555000111": 2}')
-    try:
-        await send_payment(settings, wire)
-
-        async def booked() -> bool:
-            return await ledger_count(uow_factory, wire["message_id"]) == 1
-
-        await eventually(booked, timeout=30)
+    with consumer_running(service_env, logs_dir, TEST_CORE_FLAKY_ACCOUNTS='{"555000111": 2}'):
+        await send_until_booked(settings, uow_factory, wire)
         await asyncio.sleep(0.5)
-    finally:
-        consumer.stop()
     assert await ledger_count(uow_factory, wire["message_id"]) == 1
     attempts = await attempts_for(uow_factory, wire["message_id"])
     assert [(a.attempt, a.outcome, a.error_type) for a in attempts] == [
@@ -69,14 +60,9 @@ async def test_always_failing_is_dead_lettered_after_the_limit_with_every_attemp
 ) -> None:
     tenant = await fresh_tenant(uow_factory)
     wire = make_wire_dict(tenant_id=tenant, creditor_account="555000222")
-    consumer = _consumer(
-        service_env, logs_dir, REMIT_SIMULATOR_FLAKY_ACCOUNTS='{"555000222": 99}', REMIT_MAX_RETRIES="3"
-    )
-    try:
-        await send_payment(settings, wire)
-        [dead] = await dead_letters(channel, settings, 1)
-    finally:
-        consumer.stop()
+    rules = {"TEST_CORE_FLAKY_ACCOUNTS": '{"555000222": 99}', "REMIT_MAX_RETRIES": "3"}
+    with consumer_running(service_env, logs_dir, **rules):
+        dead = await send_until_dead_lettered(settings, channel, wire)
     assert dead.headers[headers.REASON] == "retries_exhausted"
     assert dead.headers[headers.ATTEMPTS] == 4
     assert await ledger_count(uow_factory, wire["message_id"]) == 0
@@ -98,13 +84,9 @@ async def test_permanent_failure_is_dead_lettered_at_once(
 ) -> None:
     tenant = await fresh_tenant(uow_factory)
     wire = make_wire_dict(tenant_id=tenant, creditor_account="555000333")
-    consumer = _consumer(service_env, logs_dir, REMIT_SIMULATOR_CLOSED_ACCOUNTS='["555000333"]')
-    try:
-        await send_payment(settings, wire)
-        [dead] = await dead_letters(channel, settings, 1)
-    finally:
-        consumer.stop()
-    assert dead.headers[headers.REASON] == "permanent_failure"
+    with consumer_running(service_env, logs_dir, TEST_CORE_CLOSED_ACCOUNTS='["555000333"]'):
+        dead = await send_until_dead_lettered(settings, channel, wire)
+    assert dead.headers[headers.REASON] == "account_closed"
     assert "closed" in str(dead.headers[headers.ERROR_MESSAGE])
     [attempt] = await attempts_for(uow_factory, wire["message_id"])
     assert (attempt.attempt, attempt.outcome, attempt.error_type) == (1, "dead_lettered", "AccountClosed")
@@ -118,8 +100,7 @@ async def test_unknown_tenant_is_dead_lettered(
     with pytest.raises(aiormq.exceptions.PublishError, match="NO_ROUTE"):
         await send_payment(settings, wire)  # no binding for its key: refused at publish
     await route_tenant(settings.amqp_url, wire["tenant_id"], "basic")  # routed by mistake, still not registered
-    await send_payment(settings, wire)
-    [dead] = await dead_letters(channel, settings, 1)
+    dead = await send_until_dead_lettered(settings, channel, wire)
     assert dead.headers[headers.REASON] == "unknown_tenant"
     assert await ledger_count(uow_factory, wire["message_id"]) == 0
 
@@ -147,11 +128,8 @@ async def test_expired_in_the_queue_reaches_the_dead_letters_never_processed(
     )
     [dead] = await dead_letters(channel, settings, 1)
     assert dead.headers["x-first-death-reason"] == "expired"
-    consumer = _consumer(service_env, logs_dir)
-    try:
+    with consumer_running(service_env, logs_dir):
         await asyncio.sleep(2.0)
-    finally:
-        consumer.stop()
     assert await ledger_count(uow_factory, wire["message_id"]) == 0
 
 
@@ -165,18 +143,13 @@ async def test_a_retry_never_extends_the_ttl(
     tenant = await fresh_tenant(uow_factory)
     stamp = wire_timestamp(datetime.now(UTC))
     wire = make_wire_dict(tenant_id=tenant, creditor_account="555000444", timestamp_utc=stamp, ttl_seconds=2)
-    consumer = _consumer(
-        service_env,
-        logs_dir,
-        REMIT_SIMULATOR_FLAKY_ACCOUNTS='{"555000444": 99}',
-        REMIT_RETRY_DELAYS_SECONDS="[1.5, 1.5, 1.5]",
-        REMIT_MAX_RETRIES="5",
-    )
-    try:
-        await send_payment(settings, wire)
-        [dead] = await dead_letters(channel, settings, 1)
-    finally:
-        consumer.stop()
+    rules = {
+        "TEST_CORE_FLAKY_ACCOUNTS": '{"555000444": 99}',
+        "REMIT_RETRY_DELAYS_SECONDS": "[1.5, 1.5, 1.5]",
+        "REMIT_MAX_RETRIES": "5",
+    }
+    with consumer_running(service_env, logs_dir, **rules):
+        dead = await send_until_dead_lettered(settings, channel, wire)
     assert dead.headers[headers.REASON] == "expired"
     assert await ledger_count(uow_factory, wire["message_id"]) == 0
 
@@ -190,8 +163,8 @@ async def test_consumer_killed_while_the_message_waits_in_a_delay_queue_still_re
 ) -> None:
     tenant = await fresh_tenant(uow_factory)
     wire = make_wire_dict(tenant_id=tenant, creditor_account="555000555")
-    slow = {"REMIT_SIMULATOR_FLAKY_ACCOUNTS": '{"555000555": 1}', "REMIT_RETRY_DELAYS_SECONDS": "[3.0]"}
-    first = _consumer(service_env, logs_dir, "first", **slow)
+    slow = {"TEST_CORE_FLAKY_ACCOUNTS": '{"555000555": 1}', "REMIT_RETRY_DELAYS_SECONDS": "[3.0]"}
+    first = ServiceProcess.consumer(service_env.env(**slow), logs_dir / "first.log")
     await send_payment(settings, wire)
 
     async def waiting_in_delay_queue() -> bool:
@@ -199,13 +172,6 @@ async def test_consumer_killed_while_the_message_waits_in_a_delay_queue_still_re
 
     await eventually(waiting_in_delay_queue)
     first.kill()  # SIGKILL: nothing in this process remembers the retry
-    second = _consumer(service_env, logs_dir, "second", **slow)
-    try:
-
-        async def booked() -> bool:
-            return await ledger_count(uow_factory, wire["message_id"]) == 1
-
-        await eventually(booked, timeout=30)
-    finally:
-        second.stop()
+    with consumer_running(service_env, logs_dir, "second", **slow):
+        await eventually(booked_once(uow_factory, wire["message_id"]), timeout=30)
     assert await ledger_count(uow_factory, wire["message_id"]) == 1

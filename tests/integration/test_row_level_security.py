@@ -1,7 +1,7 @@
 """PostgreSQL itself keeps tenants apart: code scoped to tenant A, even with a query that forgets the
-tenant filter, reads none of tenant B's rows and cannot write them. The service role cannot opt out."""
+tenant filter, reads none of tenant B's rows and cannot write them. The service role cannot opt out.
+(What a hostile caller holding either role can do: tests/hostile/test_database_roles.py.)"""
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -9,13 +9,11 @@ import sqlalchemy.exc
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.bootstrap import uow_factory_for
 from app.publisher.accept import submit_batch
 from app.publisher.commands import SubmitBatch
+from app.resources import uow_factory_for
 from app.settings import Settings
-from app.storage.engine import make_engine
 from app.storage.unit_of_work import UnitOfWorkFactory
-from tests.utils.services import app_database_url
 from tests.utils.world import fresh_tenant, payment_row, write_csv
 
 pytestmark = pytest.mark.integration
@@ -23,15 +21,9 @@ TENANT_TABLES = ("batches", "batch_totals", "outbox", "ledger", "processed_messa
 
 
 @pytest.fixture(scope="module")
-async def app_engine(database_url: str) -> AsyncIterator[AsyncEngine]:
-    engine = make_engine(app_database_url(database_url), pool_size=2)
-    yield engine
-    await engine.dispose()
-
-
-@pytest.fixture(scope="module")
-def app_uow(app_engine: AsyncEngine) -> UnitOfWorkFactory:
-    return uow_factory_for(app_engine)
+def app_uow(app_engine: AsyncEngine, system_engine: AsyncEngine) -> UnitOfWorkFactory:
+    """As the service connects: tenant units of work as remit_app, SYSTEM ones as remit_system."""
+    return uow_factory_for(app_engine, system_engine)
 
 
 async def _two_tenants_with_payments(
@@ -113,7 +105,8 @@ async def test_the_system_scope_sees_every_tenant(
     app_uow: UnitOfWorkFactory, uow_factory: UnitOfWorkFactory, tmp_path: Path
 ) -> None:
     a, b = await _two_tenants_with_payments(app_uow, uow_factory, tmp_path)
-    async with app_uow() as uow:
+    async with app_uow() as uow:  # on remit_system
+        assert (await uow.connection.execute(text("SELECT current_user"))).scalar_one() == "remit_system"
         seen = await uow.connection.execute(
             text("SELECT DISTINCT tenant_id FROM ledger WHERE tenant_id IN (:a, :b) ORDER BY 1"), {"a": a, "b": b}
         )

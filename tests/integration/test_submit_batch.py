@@ -1,18 +1,17 @@
 """The validating publisher on real PostgreSQL: one transaction per batch, rejections with reasons."""
 
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
 import pytest
 from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.errors import BatchRefused
 from app.publisher.accept import submit_batch
 from app.publisher.commands import SubmitBatch
 from app.settings import Settings
 from app.storage.tables import batch_rejections, batches, outbox
-from app.storage.unit_of_work import UnitOfWork, UnitOfWorkFactory
+from app.storage.unit_of_work import SqlUnitOfWork, UnitOfWorkFactory
 from tests.utils.world import fresh_tenant, outbox_rows, payment_row, write_csv, write_jsonl
 
 pytestmark = pytest.mark.integration
@@ -81,33 +80,20 @@ async def test_a_reference_accepted_earlier_is_rejected(uow_factory: UnitOfWorkF
     assert "already accepted in an earlier batch" in result.rejections[0].errors[0]
 
 
-class _FailingCommit:
+class _FailingCommit(SqlUnitOfWork):
     """A unit of work whose commit fails: the batch must leave no trace."""
-
-    def __init__(self, inner: UnitOfWork) -> None:
-        self._inner = inner
-
-    async def __aenter__(self) -> Self:
-        await self._inner.__aenter__()
-        self.connection = self._inner.connection
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self._inner.__aexit__(exc_type, exc, tb)
 
     async def commit(self) -> None:
         raise ConnectionError("database went away at commit")
 
 
-async def test_a_batch_is_wholly_accepted_or_not_at_all(uow_factory: UnitOfWorkFactory, tmp_path: Path) -> None:
+async def test_a_batch_is_wholly_accepted_or_not_at_all(
+    uow_factory: UnitOfWorkFactory, engine: AsyncEngine, tmp_path: Path
+) -> None:
     tenant = await fresh_tenant(uow_factory)
     path = write_csv(tmp_path / "b.csv", [payment_row(n) for n in range(20)])
     with pytest.raises(ConnectionError):
-        await submit_batch(
-            SubmitBatch(tenant, path), lambda tenant=None: _FailingCommit(uow_factory(tenant)), Settings()
-        )
+        await submit_batch(SubmitBatch(tenant, path), lambda tenant=None: _FailingCommit(engine, tenant), Settings())
     async with uow_factory() as uow:
         conn = uow.connection
         for table in (batches, outbox, batch_rejections):

@@ -8,7 +8,7 @@ import aio_pika.exceptions
 import pytest
 from sqlalchemy import text
 
-from app.errors import BatchRefused
+from app.errors import BatchRefused, LimitExceeded
 from app.messaging.connection import connect, vhost_of
 from app.messaging.topology import Topology
 from app.publisher.accept import submit_batch
@@ -16,9 +16,8 @@ from app.publisher.commands import SubmitBatch
 from app.settings import Settings
 from app.storage.unit_of_work import UnitOfWorkFactory
 from app.tenancy.admin import TenantAdmin
-from app.tenancy.limits import LimitExceeded
+from app.tenancy.pool_operations import pool_status, set_desired_state
 from app.tenancy.queues import delete_when_drained
-from app.tenancy.workers import pool_status, set_desired_state
 from tests.utils.dead_letters import queue_depth_now
 from tests.utils.factories import make_wire_dict
 from tests.utils.services import ServiceProcess, eventually, management

@@ -10,16 +10,16 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 from sqlalchemy import text
 
-from app.bootstrap import uow_factory_for
 from app.messaging import headers
 from app.messaging.connection import vhost_of
 from app.messaging.topology import Topology
+from app.resources import uow_factory_for
 from app.settings import Settings
 from app.storage.engine import make_engine
 from app.storage.unit_of_work import UnitOfWorkFactory
-from app.tenancy.workers import pool_status
+from app.tenancy.pool_operations import pool_status
 from tests.utils.factories import make_wire_dict, to_wire_bytes
-from tests.utils.services import ServiceProcess, app_database_url, eventually, management
+from tests.utils.services import ServiceProcess, app_database_url, eventually, management, system_database_url
 from tests.utils.world import dead_letters, fresh_tenant, ledger_rows_for_tenant, publish_raw
 
 pytestmark = pytest.mark.integration
@@ -78,8 +78,9 @@ async def test_nothing_crosses_tenants(
 
 async def _scoped_views_stay_inside(database_url: str, settings: Settings, tenants: list[str]) -> None:
     engine = make_engine(app_database_url(database_url), pool_size=1)
+    system_engine = make_engine(system_database_url(database_url), pool_size=1)
     try:
-        app_uow = uow_factory_for(engine)
+        app_uow = uow_factory_for(engine, system_engine)  # as the service: each scope on its own role
         for tier, tenant in zip(TIERS, tenants, strict=True):
             async with app_uow(tenant) as uow:  # as the service sees it for this tenant, with no filter at all
                 seen = (await uow.connection.execute(text("SELECT DISTINCT tenant_id FROM ledger"))).scalars().all()
@@ -90,3 +91,4 @@ async def _scoped_views_stay_inside(database_url: str, settings: Settings, tenan
             assert [p.pool for p in pools] == [tier]
     finally:
         await engine.dispose()
+        await system_engine.dispose()

@@ -8,22 +8,56 @@ from datetime import datetime, timedelta
 from typing import Any
 
 Rows = dict[str, list[dict[str, Any]]]
+Key = tuple[str, str]  # a message: (tenant_id, message_id)
+Group = tuple[str, str, str]  # (correlation_id, tenant_id, currency)
 
 
-def message_status(mid: str, rows: Rows, as_of: datetime, grace: timedelta) -> str | None:
-    out = [r for r in rows["outbox"] if r["message_id"] == mid]
-    led = [r for r in rows["ledger"] if r["message_id"] == mid]
-    pm = [r for r in rows["processed_messages"] if r["message_id"] == mid]
-    dead = [r for r in rows["dead_letters"] if r["message_id"] == mid and r["status"] != "replayed"]
-    if led and not out:
+def key_of(row: dict[str, Any]) -> Key:
+    return row["tenant_id"], row["message_id"]
+
+
+def _of(table: str, key: Key, rows: Rows) -> list[dict[str, Any]]:
+    return [r for r in rows.get(table, []) if key_of(r) == key]
+
+
+def accepted_as(key: Key, rows: Rows) -> dict[str, Any] | None:
+    """What was accepted for the message: its outbox row, else its direct publish's record, else nothing."""
+    direct = [r for r in _of("processed_messages", key, rows) if r.get("source") == "amqp"]
+    found = _of("outbox", key, rows) or direct
+    return found[0] if found else None
+
+
+def message_status(key: Key, rows: Rows, as_of: datetime, grace: timedelta, three_way: bool = False) -> str | None:
+    out, led, pm = (_of(t, key, rows) for t in ("outbox", "ledger", "processed_messages"))
+    dead = [r for r in _of("dead_letters", key, rows) if r["status"] != "replayed"]
+    accepted = accepted_as(key, rows)
+    # remit's record of a transfer an external core booked: the core's id beside the idempotency record.
+    core_ids = [r["core_transfer_id"] for r in pm if r.get("core_transfer_id")]
+    # The core's transfers under the key: those by the as-of time, or later ones remit already recorded.
+    core = [r for r in _of("core_journal", key, rows) if r["booked_at"] <= as_of or core_ids] if three_way else []
+    if (led or core_ids) and accepted is None:
         return "unexpected"
-    if led and any((r["amount_cents"], r["currency"]) != (out[0]["amount_cents"], out[0]["currency"]) for r in led):
+    accepted_money = (accepted or {}).get("amount_cents"), (accepted or {}).get("currency")
+    if led and any((r["amount_cents"], r["currency"]) != accepted_money for r in led):
         return "mismatch"
-    if len(led) > 1:
+    # One ledger row whose record names the core's transfer is remit's copy of it; without that name, a ledger
+    # row and a transfer in the core are two bookings.
+    if len(led) > 1 or (led and core and not core_ids):
         return "duplicate"
-    if led:
+    if three_way:
+        # Booked in the core, nothing in remit yet, still inside TTL: the redelivery will record it.
+        resolving = bool(out) and not pm and not dead and as_of < out[0]["expires_at"] + grace
+        if core and not core_ids and not resolving:
+            return "core_only"
+        if core_ids and not core:
+            return "remit_only"
+        if core_ids and (core[0]["amount_cents"], core[0]["currency"], core[0]["transfer_id"]) != (
+            *accepted_money, core_ids[0]
+        ):  # fmt: skip
+            return "core_mismatch"
+    if led or core_ids:
         return "processed"
-    if not out:
+    if accepted is None:
         return None
     if any(r["reason"] != "expired" for r in dead):
         return "dead_lettered"
@@ -34,32 +68,37 @@ def message_status(mid: str, rows: Rows, as_of: datetime, grace: timedelta) -> s
     return "in_flight" if as_of < out[0]["expires_at"] + grace else "missing"
 
 
-def statuses(rows: Rows, as_of: datetime, grace: timedelta) -> dict[str, str | None]:
-    ids = {r["message_id"] for table in ("outbox", "ledger", "processed_messages", "dead_letters") for r in rows[table]}
-    return {m: message_status(m, rows, as_of, grace) for m in ids}
+def statuses(rows: Rows, as_of: datetime, grace: timedelta, three_way: bool = False) -> dict[Key, str | None]:
+    tables = ("outbox", "ledger", "processed_messages", "dead_letters", "core_journal")
+    keys = {key_of(r) for table in tables for r in rows.get(table, [])}
+    return {k: message_status(k, rows, as_of, grace, three_way) for k in keys}
+
+
+BREAKS = ("unexpected", "mismatch", "duplicate", "core_only", "remit_only", "core_mismatch", "missing")
 
 
 def group_states(
-    rows: Rows, totals: list[dict[str, Any]], as_of: datetime, grace: timedelta
-) -> dict[tuple[str, str], str]:
-    """State per (correlation_id, currency) for accepted or unexpected messages and control totals."""
-    by_id = statuses(rows, as_of, grace)
-    accepted = {r["message_id"]: r for r in rows["outbox"]}
-    first_booking: dict[str, dict[str, Any]] = {}
+    rows: Rows, totals: list[dict[str, Any]], as_of: datetime, grace: timedelta, three_way: bool = False
+) -> dict[Group, str]:
+    """State per (correlation_id, tenant_id, currency) for accepted or unexpected messages and control totals."""
+    by_key = statuses(rows, as_of, grace, three_way)
+    first_booking: dict[Key, dict[str, Any]] = {}
     for r in sorted(rows["ledger"], key=lambda r: r["booked_at"]):
-        first_booking.setdefault(r["message_id"], r)
-    counts: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for m, status in by_id.items():
+        first_booking.setdefault(key_of(r), r)
+    counts: dict[Group, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for m, status in by_key.items():
         if status is None:
             continue
-        src = accepted.get(m) or first_booking[m]
-        key = (src["correlation_id"], src["currency"])
+        accepted = accepted_as(m, rows)
+        # A transfer only the core has (under a key remit never accepted) belongs to no batch of remit's.
+        src = accepted or first_booking.get(m) or {**_of("core_journal", m, rows)[0], "correlation_id": None}
+        key = (src["correlation_id"], src["tenant_id"], src["currency"])
         counts[key][status] += 1
-        if m in accepted:
+        if accepted is not None and accepted.get("source") != "amqp":  # direct publishes have no file totals
             counts[key]["accepted"] += 1
             counts[key]["accepted_cents"] += src["amount_cents"]
-    totals_by_key = {(t["correlation_id"], t["currency"]): t for t in totals}
-    states: dict[tuple[str, str], str] = {}
+    totals_by_key = {(t["correlation_id"], t["tenant_id"], t["currency"]): t for t in totals}
+    states: dict[Group, str] = {}
     for key in set(counts) | set(totals_by_key):
         c, t = counts[key], totals_by_key.get(key)
         if t is None:
@@ -68,6 +107,16 @@ def group_states(
             totals_ok = (t["accepted_count"], t["accepted_cents"]) == (c["accepted"], c["accepted_cents"]) and (
                 t["control_count"] in (None, t["accepted_count"]) and t["control_cents"] in (None, t["accepted_cents"])
             )
-        broken = any(c[s] for s in ("unexpected", "mismatch", "duplicate", "missing")) or not totals_ok
+        broken = any(c[s] for s in BREAKS) or not totals_ok
         states[key] = "BREAKS" if broken else "PENDING" if c["in_flight"] else "RECONCILED"
     return states
+
+
+def batch_states(states: dict[Group, str]) -> dict[tuple[str, str], str]:
+    """Per (correlation_id, tenant_id): the worst state of its currencies. Another tenant's rows naming the
+    same batch id form a batch of that tenant's."""
+    severity = ("RECONCILED", "PENDING", "BREAKS")
+    worst: dict[tuple[str, str], str] = {}
+    for (corr, tenant, _), state in states.items():
+        worst[corr, tenant] = max(worst.get((corr, tenant), "RECONCILED"), state, key=severity.index)
+    return worst

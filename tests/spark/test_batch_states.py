@@ -68,3 +68,72 @@ def test_counts_and_cents_per_status(spark: SparkSession, tmp_path: Path) -> Non
     assert (row["accepted_count"], row["accepted_cents"]) == (3, 357)
     assert sorted(result.breaks["status"].to_pylist()) == ["mismatch", "unexpected"]
     assert result.result == "BREAKS"
+
+
+def test_another_tenants_rows_naming_a_batch_do_not_change_its_state(spark: SparkSession, tmp_path: Path) -> None:
+    """A direct publisher chooses its correlation_id freely: its unexpected booking under the victim's batch
+    id is a break of the attacker's own, and the victim's batch stays reconciled."""
+    snap = Snapshot().accept(1).book(1).book(1, tenant="tenant-b").book(2, tenant="tenant-b")
+    result = run(spark, snap, tmp_path)
+    rows = result.summary.select(["correlation_id", "tenant_id", "state", "batch_state", "processed_count"])
+    assert sorted(tuple(r.values()) for r in rows.to_pylist()) == [
+        ("batch-1", "tenant-a", "RECONCILED", "RECONCILED", 1),
+        ("batch-1", "tenant-b", "BREAKS", "BREAKS", 0),
+    ]
+    assert (result.batches_in("RECONCILED"), result.batches_in("BREAKS")) == (1, 1)
+    assert sorted(zip(result.breaks["tenant_id"].to_pylist(), result.breaks["status"].to_pylist(), strict=True)) == [
+        ("tenant-b", "unexpected"),
+        ("tenant-b", "unexpected"),
+    ]
+
+
+def _direct_booked(snap: Snapshot, n: int, corr: str, amount: int = 1000) -> Snapshot:
+    """A direct publish booked in the embedded ledger: the ledger row and the consumer's record of it."""
+    snap.book(n, corr=corr, amount=amount)
+    snap.rows["processed_messages"].pop()
+    return snap.direct(n, corr=corr, amount=amount)
+
+
+def test_a_clean_day_of_direct_publishing_reconciles(spark: SparkSession, tmp_path: Path) -> None:
+    snap = _direct_booked(_direct_booked(Snapshot(), 1, "direct-1"), 2, "direct-1", amount=250)
+
+    result = run(spark, snap, tmp_path)
+
+    assert result.result == "RECONCILED"
+    row = result.summary.to_pylist()[0]
+    assert (row["accepted_count"], row["accepted_cents"], row["amqp_count"], row["amqp_cents"]) == (2, 1250, 2, 1250)
+    assert (row["processed_count"], row["unexpected_count"], row["totals_ok"]) == (2, 0, True)
+
+
+def test_direct_publishes_naming_a_batch_leave_its_control_totals_alone(spark: SparkSession, tmp_path: Path) -> None:
+    snap = _direct_booked(Snapshot().accept(1).book(1), 2, "batch-1", amount=7)
+
+    row = run(spark, snap, tmp_path).summary.to_pylist()[0]
+
+    assert (row["state"], row["accepted_count"], row["amqp_count"], row["totals_ok"]) == ("RECONCILED", 2, 1, True)
+
+
+def test_three_way_counts_and_detail_lines(spark: SparkSession, tmp_path: Path) -> None:
+    snap = (
+        Snapshot()
+        .accept(1, amount=500).recorded_in_core(1, "T1").core(1, "T1", amount=500)
+        .accept(2, amount=600).dead_letter(2, "retries_exhausted").core(2, "T2", amount=600)
+        .accept(3, amount=700).recorded_in_core(3, "T3")
+        .accept(4, amount=800).recorded_in_core(4, "T4").core(4, "T4", amount=801)
+    )  # fmt: skip
+
+    result = run(spark, snap, tmp_path)
+
+    assert result.result == "BREAKS"
+    row = result.summary.to_pylist()[0]
+    counts = {k: row[k] for k in ("core_booked_count", "core_booked_cents", "core_only_count", "remit_only_count",
+                                  "core_mismatch_count", "break_count")}  # fmt: skip
+    assert counts == {"core_booked_count": 1, "core_booked_cents": 500, "core_only_count": 1, "remit_only_count": 1,
+                      "core_mismatch_count": 1, "break_count": 3}  # fmt: skip
+    details = dict(zip(result.breaks["status"].to_pylist(), result.breaks["detail"].to_pylist(), strict=True))
+    assert details == {
+        "core_only": "core transfer 600 AUD; remit has no record of it (an unknown outcome never resolved, or a key "
+        "remit never accepted)",
+        "remit_only": "remit recorded a core transfer for 700 AUD; the core's journal has none",
+        "core_mismatch": "remit 800 AUD; core 801 AUD",
+    }

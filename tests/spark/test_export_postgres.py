@@ -1,61 +1,20 @@
 """Export from a real PostgreSQL database, reconcile, and find the run (and aged breaks) recorded there."""
 
 import asyncio
-import os
-import secrets
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
 import pytest
 from pyspark.sql import SparkSession
-from sqlalchemy.ext.asyncio import create_async_engine
 
-from app.storage.tables import metadata as app_metadata
 from reconciliation.config import RunConfig
 from reconciliation.job import export, finish, reconcile
-from reconciliation.tables import metadata as recon_metadata
 
 pytestmark = pytest.mark.spark
 
-SERVER = os.environ.get("REMIT_TEST_POSTGRES", "postgresql://root@127.0.0.1:5432/postgres")
 T0 = datetime(2025, 5, 1, 12, tzinfo=UTC)
-
-
-async def _admin(sql: str) -> None:
-    conn = await asyncpg.connect(SERVER, timeout=5)
-    try:
-        await conn.execute(sql)
-    finally:
-        await conn.close()
-
-
-async def _create_schema(url: str) -> None:
-    engine = create_async_engine(url)
-    async with engine.begin() as conn:
-        await conn.run_sync(app_metadata.create_all)
-        await conn.run_sync(recon_metadata.create_all)
-    await engine.dispose()
-
-
-@pytest.fixture
-def database() -> Iterator[str]:
-    """A throwaway database with the app's and reconciliation's tables; dropped afterwards."""
-    name = f"recon_test_{secrets.token_hex(4)}"
-    try:
-        asyncio.run(_admin(f"CREATE DATABASE {name}"))
-    except (OSError, asyncpg.PostgresError) as exc:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"PostgreSQL unreachable in CI: {exc}")
-        pytest.skip(f"PostgreSQL unreachable: {exc}")
-    url = SERVER.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://") + f"/{name}"
-    try:
-        asyncio.run(_create_schema(url))
-        yield url
-    finally:
-        asyncio.run(_admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
 
 
 MSG = [uuid.UUID(int=n) for n in range(1, 5)]
@@ -85,10 +44,21 @@ async def _seed(url: str) -> None:
             await conn.execute("INSERT INTO processed_messages VALUES ($1, 'acme', 'batch-1', 1, $2)", mid, booked)
         await conn.execute(
             "INSERT INTO dead_letters (dedup_key, message_id, tenant_id, correlation_id, amount_cents, currency,"
-            " reason, body, first_failed_at, last_failed_at) VALUES ('k2', $1, 'acme', 'batch-1', 250, 'AUD',"
-            " 'invalid', '\\x00', $2, $2)",
+            " reason, body, body_length, body_sha256, first_failed_at, last_failed_at) VALUES ('k2', $1, 'acme',"
+            " 'batch-1', 250, 'AUD', 'invalid', '\\x00', 1, repeat('0', 64), $2, $2)",
             MSG[1], T0 + timedelta(minutes=2),
         )  # fmt: skip
+        # Between the two runs, another tenant books a payment of its own (a direct publish, never accepted)
+        # under acme's lost message_id and amount: it must not pass for acme's payment.
+        squat = T0 + timedelta(days=2, hours=12)
+        await conn.execute("INSERT INTO tenants (tenant_id, name) VALUES ('zeta', 'Zeta')")
+        await conn.execute(
+            "INSERT INTO ledger (message_id, tenant_id, correlation_id, payment_reference, amount_cents, currency,"
+            " debtor_bsb, debtor_account, creditor_bsb, creditor_account, booked_at)"
+            " VALUES ($1, 'zeta', 'batch-1', 'r', 250, 'AUD', '062-000', '1', '062-001', '2', $2)",
+            MSG[2], squat,
+        )  # fmt: skip
+        await conn.execute("INSERT INTO processed_messages VALUES ($1, 'zeta', 'batch-1', 1, $2)", MSG[2], squat)
     finally:
         await conn.close()
 
@@ -119,8 +89,8 @@ def test_export_reconcile_record(spark: SparkSession, database: str, tmp_path: P
 
     runs = asyncio.run(_fetch(database, "SELECT * FROM reconciliation_runs ORDER BY as_of"))
     assert [(r["result"], r["outbox_rows"], r["ledger_rows"], r["break_count"]) for r in runs] == [
-        ("BREAKS", 4, 1, 2),  # the booking after as-of is not in the snapshot
-        ("BREAKS", 4, 1, 2),
+        ("BREAKS", 4, 1, 2),  # the bookings after as-of are not in the snapshot
+        ("BREAKS", 4, 2, 3),
     ]
     breaks = asyncio.run(
         _fetch(
@@ -129,10 +99,20 @@ def test_export_reconcile_record(spark: SparkSession, database: str, tmp_path: P
             " USING (run_id) ORDER BY r.as_of, b.message_id",
         )
     )
-    assert {(b["message_id"], b["status"]) for b in breaks} == {(MSG[2], "missing"), (MSG[3], "missing")}
-    # The second run carries the first sighting forward: first_seen_at stays, age grows by a day.
-    second = [b for b in breaks if b["as_of"] == second_as_of]
-    assert {b["first_seen_at"] for b in second} == {first_as_of}
-    assert {b["age"] for b in second} == {timedelta(days=1)}
+    first = {(b["tenant_id"], b["message_id"], b["status"]) for b in breaks if b["as_of"] == first_as_of}
+    assert first == {("acme", MSG[2], "missing"), ("acme", MSG[3], "missing")}
+    # The second run carries acme's first sightings forward (first_seen_at stays, age grows by a day);
+    # zeta's break of the same message_id is zeta's own, first seen now.
+    second = {(b["tenant_id"], b["message_id"]): b for b in breaks if b["as_of"] == second_as_of}
+    assert {k: b["status"] for k, b in second.items()} == {
+        ("acme", MSG[2]): "missing",
+        ("acme", MSG[3]): "missing",
+        ("zeta", MSG[2]): "unexpected",
+    }
+    assert {k: (b["first_seen_at"], b["age"]) for k, b in second.items()} == {
+        ("acme", MSG[2]): (first_as_of, timedelta(days=1)),
+        ("acme", MSG[3]): (first_as_of, timedelta(days=1)),
+        ("zeta", MSG[2]): (second_as_of, timedelta(0)),
+    }
     assert (tmp_path / "run2" / "summary.csv").exists()
     assert (tmp_path / "run2" / "breaks.parquet").exists()

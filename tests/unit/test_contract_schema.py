@@ -2,10 +2,12 @@
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+import contracts.schema as schema_module
 from contracts import PaymentMessage
 from contracts.schema import SCHEMA_PATH, render
 
@@ -46,6 +48,13 @@ def test_amount_is_a_positive_integer(schema: dict[str, Any]) -> None:
     assert amount["type"] == "integer"
     assert amount["exclusiveMinimum"] == 0
     assert "minimum" not in amount
+    assert amount["maximum"] == 100_000_000_000_000  # the contract's limit, written out
+
+
+def test_the_control_fields_bounds(schema: dict[str, Any]) -> None:
+    properties = schema["properties"]
+    assert (properties["ttl_seconds"]["minimum"], properties["ttl_seconds"]["maximum"]) == (1, 2_592_000)
+    assert (properties["retry_count"]["minimum"], properties["retry_count"]["maximum"]) == (0, 100)
 
 
 def test_every_property_has_a_description(schema: dict[str, Any]) -> None:
@@ -84,3 +93,20 @@ def test_message_id_is_a_uuid_and_timestamp_a_date_time(schema: dict[str, Any]) 
     assert schema["properties"]["message_id"]["type"] == "string"
     assert schema["properties"]["message_id"]["format"] == "uuid"
     assert schema["properties"]["timestamp_utc"]["format"] == "date-time"
+
+
+def test_the_schema_command_checks_and_writes_the_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`python -m contracts.schema --check` (scripts/test.sh runs it) fails on a stale file; without
+    --check it writes the file."""
+    path = tmp_path / "payment_message.v1.schema.json"
+    path.write_text("{}\n")
+    monkeypatch.setattr(schema_module, "SCHEMA_PATH", path)
+
+    assert schema_module.main(["--check"]) == 1
+    assert f"{path} is stale: run `python -m contracts.schema`" in capsys.readouterr().err
+    assert schema_module.main([]) == 0
+    assert capsys.readouterr().out == f"wrote {path}\n"
+    assert path.read_text() == render()
+    assert schema_module.main(["--check"]) == 0

@@ -1,6 +1,7 @@
 """Valid payment messages: round trip, flat wire shape, accepted edge values, helper methods."""
 
 import json
+import time
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 from uuid import UUID
@@ -9,15 +10,18 @@ import pytest
 from hypothesis import given, settings
 from pydantic import ValidationError
 
-from contracts import PaymentMessage
+from contracts import PaymentMessage, wire_timestamp
 from contracts.currency import NON_MONETARY_CODES, active_currency_codes, is_active_currency
-from contracts.message import MAX_AMOUNT_CENTS, MAX_TTL_SECONDS
 from tests.utils.factories import make_message, make_wire_dict, to_wire_bytes
 from tests.utils.strategies import payment_messages, wire_dicts
 
 # The reference message layout (DESIGN.md): envelope, then payload, then control.
 # No example database: unit tests write nothing to disk. A failure still prints its falsifying example.
 no_database = settings(database=None)
+
+# The contract's limits, written here as literals: a test that imported them would follow a changed limit.
+LARGEST_AMOUNT_CENTS = 100_000_000_000_000  # one trillion major units
+LONGEST_TTL_SECONDS = 2_592_000  # 30 days
 
 WIRE_KEYS_IN_ORDER = [
     "message_id",
@@ -104,11 +108,11 @@ def test_reference_example_parses_with_its_values() -> None:
     ("field", "value"),
     [
         pytest.param("amount_cents", 1, id="amount-smallest"),
-        pytest.param("amount_cents", MAX_AMOUNT_CENTS, id="amount-largest"),
+        pytest.param("amount_cents", LARGEST_AMOUNT_CENTS, id="amount-largest"),
         pytest.param("retry_count", 0, id="retry-zero"),
         pytest.param("retry_count", 100, id="retry-largest"),
         pytest.param("ttl_seconds", 1, id="ttl-smallest"),
-        pytest.param("ttl_seconds", MAX_TTL_SECONDS, id="ttl-largest"),
+        pytest.param("ttl_seconds", LONGEST_TTL_SECONDS, id="ttl-largest"),
         pytest.param("payment_reference", "P" * 35, id="reference-35-chars"),
         pytest.param("payment_reference", "INV/2025/0001_a.b-c", id="reference-punctuation"),
         pytest.param("correlation_id", "b" * 64, id="correlation-64-chars"),
@@ -164,10 +168,13 @@ def test_upper_case_uuid_is_accepted_and_written_lower_case() -> None:
 
 def test_every_valid_amount_is_exact_for_json_readers_using_doubles() -> None:
     # JavaScript and many JSON libraries read numbers as IEEE 754 doubles: exact only up to 2**53.
-    assert MAX_AMOUNT_CENTS <= 2**53
-    assert float(MAX_AMOUNT_CENTS) == MAX_AMOUNT_CENTS
-    message = PaymentMessage.from_wire(to_wire_bytes(make_wire_dict(amount_cents=MAX_AMOUNT_CENTS - 1)))
-    assert f'"amount_cents":{MAX_AMOUNT_CENTS - 1},' in message.to_wire().decode()
+    assert LARGEST_AMOUNT_CENTS <= 2**53
+    assert float(LARGEST_AMOUNT_CENTS) == LARGEST_AMOUNT_CENTS
+    for amount in (LARGEST_AMOUNT_CENTS - 1, LARGEST_AMOUNT_CENTS):
+        message = PaymentMessage.from_wire(to_wire_bytes(make_wire_dict(amount_cents=amount)))
+        assert f'"amount_cents":{amount},' in message.to_wire().decode()
+    with pytest.raises(ValidationError, match="less than or equal to 100000000000000"):
+        PaymentMessage.from_wire(to_wire_bytes(make_wire_dict(amount_cents=LARGEST_AMOUNT_CENTS + 1)))
 
 
 def test_active_currencies_come_from_iso_4217_without_non_monetary_units() -> None:
@@ -235,3 +242,18 @@ def test_expiry_is_measured_from_the_timestamp() -> None:
     assert message.is_expired(at + timedelta(seconds=60))
     assert message.remaining_ttl(at + timedelta(seconds=20)) == timedelta(seconds=40)
     assert message.remaining_ttl(at + timedelta(hours=1)) == timedelta(0)
+
+
+@pytest.mark.parametrize("local_zone", ["UTC", "Australia/Sydney", "America/New_York"])
+def test_wire_timestamps_are_utc_with_z_whatever_the_machines_time_zone(
+    monkeypatch: pytest.MonkeyPatch, local_zone: str
+) -> None:
+    monkeypatch.setenv("TZ", local_zone)
+    time.tzset()
+    try:
+        sydney = timezone(timedelta(hours=10))
+        assert wire_timestamp(datetime(2025, 5, 1, 12, 14, 33, 421_000, tzinfo=sydney)) == "2025-05-01T02:14:33.421000Z"
+        assert wire_timestamp(datetime(2025, 5, 1, 2, 14, 33, tzinfo=UTC)) == "2025-05-01T02:14:33Z"
+    finally:
+        monkeypatch.undo()
+        time.tzset()

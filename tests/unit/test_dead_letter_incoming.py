@@ -1,5 +1,6 @@
 """Reading a dead letter: reason, failure event, dedup key and payment fields, never raising on odd input."""
 
+import hashlib
 import json
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -8,11 +9,25 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.deadletters.incoming import IncomingDeadLetter, json_safe, to_row
+from app.deadletters.incoming import Archiving, IncomingDeadLetter, json_safe, to_row
 from app.messaging import headers
+from app.tenancy.identity import PublisherIdentity
 from tests.utils.factories import make_wire_dict, to_wire_bytes
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+SERVICE = "remit-service"  # the trusted login the consumer dead-letters as
+LIMIT = 1024
+ARCHIVING = Archiving(PublisherIdentity(frozenset({SERVICE}), "prod"), LIMIT)
+
+
+def row_of(
+    body: bytes,
+    raw: dict[str, Any],
+    message_id: str | None = None,
+    user_id: str | None = SERVICE,
+    routing_key: str | None = "anz.payment",
+) -> dict[str, Any]:
+    return to_row(IncomingDeadLetter(body, raw, message_id, None, user_id, routing_key), NOW, ARCHIVING)
 
 
 def consumer_style(reason: str = "retries_exhausted", failed_at: str = "2026-05-01T11:59:00+00:00") -> dict[str, Any]:
@@ -36,7 +51,7 @@ def broker_style(
 
 def test_a_consumer_dead_letter_keeps_the_consumers_reason_and_payment_fields() -> None:
     wire = make_wire_dict(tenant_id="anz", amount_cents=999, currency="USD")
-    row = to_row(IncomingDeadLetter(to_wire_bytes(wire), consumer_style(), wire["message_id"]), NOW)
+    row = row_of(to_wire_bytes(wire), consumer_style(), wire["message_id"])
     assert row["reason"] == "retries_exhausted"
     assert (row["error_type"], row["error_message"], row["attempts"]) == ("CoreBankingTimeout", "timed out", 4)
     assert row["last_failed_at"] == datetime(2026, 5, 1, 11, 59, tzinfo=UTC)
@@ -49,13 +64,13 @@ def test_a_consumer_dead_letter_keeps_the_consumers_reason_and_payment_fields() 
 def test_the_consumers_reason_wins_over_x_death_left_by_trips_round_the_delay_queues() -> None:
     at = datetime(2026, 5, 1, 11, 0)
     mixed = {**broker_style("expired", at, queue="payments.work.retry.0"), **consumer_style("permanent_failure")}
-    assert to_row(IncomingDeadLetter(b"{}", mixed), NOW)["reason"] == "permanent_failure"
+    assert row_of(b"{}", mixed)["reason"] == "permanent_failure"
 
 
 def test_broker_reasons_are_mapped_and_the_x_death_time_is_the_failure_time() -> None:
     at = datetime(2026, 5, 1, 11, 30)  # AMQP timestamps arrive naive: UTC
     for broker, ours in (("expired", "expired"), ("delivery_limit", "retries_exhausted"), ("rejected", "rejected")):
-        row = to_row(IncomingDeadLetter(b"{}", broker_style(broker, at)), NOW)
+        row = row_of(b"{}", broker_style(broker, at))
         assert row["reason"] == ours
         assert row["last_failed_at"] == at.replace(tzinfo=UTC)
         assert row["error_type"] == "BrokerDeadLetter"
@@ -64,29 +79,29 @@ def test_broker_reasons_are_mapped_and_the_x_death_time_is_the_failure_time() ->
 
 def test_a_crash_loop_counts_its_deliveries() -> None:
     raw = broker_style("delivery_limit", datetime(2026, 5, 1), extra={"x-delivery-count": 20})
-    assert to_row(IncomingDeadLetter(b"{}", raw), NOW)["attempts"] == 21
+    assert row_of(b"{}", raw)["attempts"] == 21
 
 
 def test_the_same_event_gives_the_same_dedup_key_and_a_later_event_another() -> None:
     body = to_wire_bytes(make_wire_dict())
-    first = to_row(IncomingDeadLetter(body, consumer_style(failed_at="2026-05-01T11:00:00+00:00")), NOW)
-    again = to_row(IncomingDeadLetter(body, consumer_style(failed_at="2026-05-01T11:00:00+00:00")), NOW)
-    later = to_row(IncomingDeadLetter(body, consumer_style(failed_at="2026-05-01T11:30:00+00:00")), NOW)
+    first = row_of(body, consumer_style(failed_at="2026-05-01T11:00:00+00:00"))
+    again = row_of(body, consumer_style(failed_at="2026-05-01T11:00:00+00:00"))
+    later = row_of(body, consumer_style(failed_at="2026-05-01T11:30:00+00:00"))
     assert first["dedup_key"] == again["dedup_key"]
     assert later["dedup_key"] != first["dedup_key"]
 
 
 def test_a_body_without_message_id_is_identified_by_its_hash() -> None:
-    row_a = to_row(IncomingDeadLetter(b"garbage-a", consumer_style("invalid")), NOW)
-    row_b = to_row(IncomingDeadLetter(b"garbage-b", consumer_style("invalid")), NOW)
+    row_a = row_of(b"garbage-a", consumer_style("invalid"))
+    row_b = row_of(b"garbage-b", consumer_style("invalid"))
     assert row_a["message_id"] is None
-    assert row_a["dedup_key"].startswith("sha256:")
+    assert row_a["dedup_key"].startswith("anz|sha256:")
     assert row_a["dedup_key"] != row_b["dedup_key"]
 
 
 def test_without_reason_or_time_the_reason_is_unknown_and_the_headers_name_the_event() -> None:
-    row = to_row(IncomingDeadLetter(b"x", {"seq": 1}), NOW)
-    other = to_row(IncomingDeadLetter(b"x", {"seq": 2}), NOW)
+    row = row_of(b"x", {"seq": 1})
+    other = row_of(b"x", {"seq": 2})
     assert row["reason"] == "unknown"
     assert row["last_failed_at"] == NOW
     assert row["dedup_key"] != other["dedup_key"]
@@ -94,9 +109,9 @@ def test_without_reason_or_time_the_reason_is_unknown_and_the_headers_name_the_e
 
 def test_payment_fields_are_read_leniently() -> None:
     wrong_types = json.dumps({"amount_cents": 10.5, "currency": "dollars", "payment_reference": 7}).encode()
-    row = to_row(IncomingDeadLetter(wrong_types, {}), NOW)
+    row = row_of(wrong_types, {})
     assert (row["amount_cents"], row["currency"], row["payment_reference"]) == (None, None, None)
-    assert to_row(IncomingDeadLetter(json.dumps({"amount_cents": True}).encode(), {}), NOW)["amount_cents"] is None
+    assert row_of(json.dumps({"amount_cents": True}).encode(), {})["amount_cents"] is None
 
 
 def test_header_values_become_json_postgresql_can_store() -> None:
@@ -120,8 +135,9 @@ def test_header_values_become_json_postgresql_can_store() -> None:
 
 def test_stored_text_has_no_nul_and_fits_its_column() -> None:
     raw = {headers.TENANT: "t\x00" + "x" * 100, headers.REASON: "r" * 100, headers.FAILED_AT: "not a time"}
-    row = to_row(IncomingDeadLetter(b"", raw), NOW)
-    assert row["tenant_id"] == "t" + "x" * 31
+    row = row_of(b"", raw)
+    assert row["tenant_id"] is None  # not a tenant id at all: a claim, cleaned to fit its column
+    assert row["claimed_tenant"] == "t" + "x" * 31
     assert len(row["reason"]) == 32
     assert row["last_failed_at"] == NOW
 
@@ -137,15 +153,135 @@ header_values = st.recursive(
 @given(
     body=st.binary(max_size=200),
     raw=st.dictionaries(
-        st.sampled_from([headers.TENANT, headers.REASON, headers.FAILED_AT, headers.ATTEMPTS, "x-death", "other"]),
+        st.sampled_from(
+            [
+                headers.TENANT,
+                headers.IDENTITY_TENANT,
+                headers.REASON,
+                headers.FAILED_AT,
+                headers.ATTEMPTS,
+                headers.CLAIMS,
+                headers.BODY_TRUNCATED,
+                headers.BODY_LENGTH,
+                headers.BODY_SHA256,
+                "x-death",
+                "other",
+            ]
+        ),
         header_values,
     ),
     message_id=st.none() | st.text(max_size=40),
+    user_id=st.sampled_from([None, SERVICE, "tenant-anz@prod", "stranger"]),
+    routing_key=st.none() | st.text(max_size=40),
 )
-def test_any_input_gives_a_storable_row(body: bytes, raw: dict[str, object], message_id: str | None) -> None:
-    row = to_row(IncomingDeadLetter(body, raw, message_id), NOW)
+def test_any_input_gives_a_storable_row(
+    body: bytes, raw: dict[str, object], message_id: str | None, user_id: str | None, routing_key: str | None
+) -> None:
+    row = row_of(body, raw, message_id, user_id, routing_key)
     assert row["reason"]
     assert row["body"] == body
     assert row["last_failed_at"].utcoffset() == timedelta(0)
     json.dumps(row["headers"])
+    json.dumps(row["claims"])
     assert "\x00" not in json.dumps(row["headers"], ensure_ascii=False)
+    if user_id != SERVICE:
+        assert not any(name.startswith(headers.PREFIX) for name in row["headers"])
+
+
+# Who is believed: a dead letter the broker made from a tenant's own message keeps that tenant's user_id.
+FORGED = {headers.REASON: "retries_exhausted", headers.ERROR_TYPE: "CoreBankingTimeout", headers.ATTEMPTS: 4}
+
+
+def test_remit_headers_from_a_tenant_are_claims_and_the_broker_and_login_decide() -> None:
+    wire = make_wire_dict(tenant_id="westpac")
+    raw = {**broker_style("expired", datetime(2026, 5, 1, 11, 0)), headers.TENANT: "westpac", **FORGED}
+    row = row_of(to_wire_bytes(wire), raw, wire["message_id"], user_id="tenant-anz@prod")
+    assert (row["reason"], row["tenant_id"], row["tenant_basis"]) == ("expired", "anz", "login")
+    assert (row["error_type"], row["attempts"]) == ("BrokerDeadLetter", 0)
+    assert row["claims"] == FORGED
+    assert not any(name.startswith(headers.PREFIX) for name in row["headers"])
+    assert row["headers"][headers.TENANT] == "westpac"  # kept as evidence
+    assert (row["published_by"], row["claimed_tenant"], row["security_event"]) == ("tenant-anz@prod", "westpac", True)
+
+
+def test_the_consumers_identity_headers_are_believed_from_the_service_login_only() -> None:
+    raw = {
+        **consumer_style("tenant_mismatch"),
+        headers.TENANT: "westpac",
+        headers.IDENTITY_TENANT: "anz",
+        headers.PUBLISHED_BY: "tenant-anz@prod",
+        headers.CLAIMS: FORGED,
+    }
+    row = row_of(b"{}", raw)
+    assert (row["reason"], row["tenant_id"], row["tenant_basis"]) == ("tenant_mismatch", "anz", "trusted")
+    assert (row["published_by"], row["claimed_tenant"], row["claims"]) == ("tenant-anz@prod", "westpac", FORGED)
+    assert headers.CLAIMS not in row["headers"]
+    assert row["security_event"]
+    forged = row_of(b"{}", raw, user_id="tenant-westpac@prod")
+    assert (forged["reason"], forged["tenant_id"], forged["published_by"]) == (
+        "unknown",
+        "westpac",
+        "tenant-westpac@prod",
+    )
+
+
+def test_without_user_id_the_routing_key_decides_not_a_forged_x_death() -> None:
+    # On 3.10 a publisher-supplied x-death entry keeps its routing keys; the delivered key is the real one.
+    death = {"count": 2, "reason": "expired", "queue": "payments.work.basic", "routing-keys": ["westpac.payment"]}
+    raw = {"x-death": [{**death, "time": datetime(2001, 1, 1)}], headers.TENANT: "westpac"}
+    row = row_of(b"{}", raw, user_id=None, routing_key="anz.payment")
+    assert (row["tenant_id"], row["tenant_basis"], row["reason"]) == ("anz", "routing_key", "expired")
+    assert row["published_by"] is None
+    assert row["claimed_tenant"] == "westpac"
+
+
+def test_a_login_that_is_neither_trusted_nor_a_tenant_of_this_deployment_gets_no_tenant() -> None:
+    for stranger in ("tenant-anz@staging", "someone"):
+        row = row_of(b"{}", consumer_style(), user_id=stranger)
+        assert (row["tenant_id"], row["tenant_basis"], row["reason"]) == (None, "none", "unknown")
+
+
+def test_an_x_death_time_in_the_future_is_not_believed() -> None:
+    assert row_of(b"{}", broker_style("expired", datetime(2099, 1, 1)))["last_failed_at"] == NOW
+
+
+def test_the_same_message_id_and_event_of_two_tenants_are_two_dead_letters() -> None:
+    body = to_wire_bytes(make_wire_dict())
+    raw = broker_style("expired", datetime(2026, 5, 1, 11, 0))
+    anz = row_of(body, raw, user_id="tenant-anz@prod")
+    westpac = row_of(body, raw, user_id="tenant-westpac@prod")
+    assert anz["message_id"] == westpac["message_id"]
+    assert anz["dedup_key"] != westpac["dedup_key"]
+
+
+def test_a_body_over_the_limit_is_stored_as_a_prefix_with_its_length_and_sha256() -> None:
+    for size, truncated in ((LIMIT - 1, False), (LIMIT, False), (LIMIT + 1, True), (30 * LIMIT, True)):
+        body = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
+        row = row_of(body, consumer_style())
+        assert (row["body_length"], row["body_truncated"]) == (size, truncated), size
+        assert row["body"] == body[:1024]
+        assert row["body_sha256"] == hashlib.sha256(body).hexdigest()
+
+
+def test_a_prefix_the_consumer_cut_keeps_the_length_and_sha256_it_says_only_from_the_service() -> None:
+    said = {headers.BODY_TRUNCATED: True, headers.BODY_LENGTH: 31_457_280, headers.BODY_SHA256: "ab" * 32}
+    row = row_of(b'{"message_id": "cut', {**consumer_style(), **said})
+    assert (row["body_length"], row["body_sha256"], row["body_truncated"]) == (31_457_280, "ab" * 32, True)
+    assert (row["amount_cents"], row["message_id"]) == (None, None)  # a prefix is never read as a payment
+    claimed = row_of(b"{}", {**consumer_style(), **said}, user_id="tenant-anz@prod")
+    assert (claimed["body_length"], claimed["body_truncated"]) == (2, False)
+    assert claimed["claims"][headers.BODY_LENGTH] == 31_457_280
+
+
+def test_two_payments_under_one_id_expiring_in_the_same_second_are_two_dead_letters() -> None:
+    # Found by the hostile-input run: x-death times have one-second resolution, so a reused id's two
+    # different payments, expired together, used to share a dedup key and the second was dropped.
+    wire = make_wire_dict(tenant_id="anz")
+    other = {**wire, "amount_cents": wire["amount_cents"] + 1}
+    raw = broker_style("expired", datetime(2026, 5, 1, 11, 0, tzinfo=UTC))
+    tenant_user = "tenant-anz@prod"
+    first = row_of(to_wire_bytes(wire), raw, wire["message_id"], tenant_user)
+    redelivered = row_of(to_wire_bytes(wire), raw, wire["message_id"], tenant_user)
+    second = row_of(to_wire_bytes(other), raw, wire["message_id"], tenant_user)
+    assert first["dedup_key"] == redelivered["dedup_key"]
+    assert second["dedup_key"] != first["dedup_key"]

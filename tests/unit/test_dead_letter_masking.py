@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from app.deadletters.masking import mask_account, mask_json, mask_text, readable_body
 from tests.utils.factories import make_wire_dict, to_wire_bytes
 
@@ -55,3 +57,32 @@ def test_headers_keep_times_and_counters_but_mask_accounts_in_error_text() -> No
         "remit-failed-at": "2026-11-21T12:07:18.870256+00:00",
         "x-death": [{"original-expiration": "86386102", "count": 1}],
     }
+
+
+@pytest.mark.parametrize("depth", [33, 900, 10_000])
+def test_a_deeply_nested_body_is_shown_as_text_and_never_raises(depth: int) -> None:
+    for body in (b"[" * depth + b"]" * depth, b'{"a":' * depth + b'"123456789"' + b"}" * depth):
+        data, text = readable_body(body, unmask=False)
+        assert data is None
+        assert "123456789" not in text
+        json.dumps(text)
+
+
+def test_a_body_nested_to_the_limit_is_still_shown_as_json() -> None:
+    data, _ = readable_body(b"[" * 32 + b"]" * 32, unmask=False)
+    assert data is not None
+
+
+def test_a_stored_prefix_is_shown_as_text_even_when_it_parses() -> None:
+    data, text = readable_body(b'{"creditor_account": "987654321"}', unmask=False, complete=False)
+    assert data is None
+    assert "987654321" not in text
+
+
+def test_masking_deep_json_stops_at_the_limit() -> None:
+    value: object = {"debtor_account": "123456789"}
+    for _ in range(2_000):
+        value = [value]
+    masked = mask_json(value)
+    json.dumps(masked)
+    assert "123456789" not in json.dumps(masked)

@@ -23,6 +23,10 @@ class Row:
     reason: str = "retries_exhausted"
     tenant_id: str | None = "anz"
     first_failed_at: datetime = NOW - timedelta(minutes=5)
+    tenant_basis: str = "trusted"
+    body_truncated: bool = False
+    body: bytes = b""
+    body_length: int = 0
 
 
 def body(**overrides: Any) -> bytes:
@@ -49,7 +53,21 @@ def test_closed_or_in_flight_dead_letters_are_refused(status: str) -> None:
     assert verdict(Row(status=status))[0] == "refuse"
 
 
-@pytest.mark.parametrize("reason", ["invalid", "tenant_mismatch", "permanent_failure", "unknown_tenant"])
+@pytest.mark.parametrize(
+    "reason",
+    [
+        "invalid",
+        "permanent_failure",
+        "unknown_tenant",
+        "account_closed",
+        "unknown_account",
+        "insufficient_funds",
+        "currency_not_held",
+        "core_key_conflict",
+        "oversize",
+        "tenant_suspended",
+    ],
+)
 def test_a_permanent_failure_needs_force(reason: str) -> None:
     refused, why = verdict(Row(reason=reason))
     assert (refused, "--force" in why) == ("refuse", True)
@@ -67,8 +85,32 @@ def test_a_malformed_body_is_refused_even_with_force() -> None:
         assert verdict(Row(reason="invalid"), raw, force=True)[0] == "refuse"
 
 
-def test_a_body_whose_tenant_differs_from_the_header_is_never_replayed() -> None:
-    assert verdict(Row(reason="tenant_mismatch", tenant_id="westpac"), force=True)[0] == "refuse"
+def test_a_body_whose_tenant_is_not_its_publishers_is_never_replayed() -> None:
+    refused, why = verdict(Row(tenant_id="westpac"), force=True)
+    assert refused == "refuse"
+    assert "publisher's identity" in why
+    assert verdict(Row(tenant_id=None), force=True)[0] == "refuse"  # nobody's: nobody's to replay
+
+
+def test_a_tenant_mismatch_is_never_replayed_not_even_with_force_nor_resolved() -> None:
+    for facts in (FRESH, Facts(True, 0, timedelta(days=30))):
+        refused, why = verdict(Row(reason="tenant_mismatch"), force=True, facts=facts)
+        assert refused == "refuse"
+        assert "never replayed, not even with --force" in why
+
+
+def test_a_truncated_body_is_never_replayed_not_even_with_force() -> None:
+    cut = Row(body_truncated=True, body=b"x" * 65536, body_length=31_457_280)
+    refused, why = verdict(cut, force=True)
+    assert refused == "refuse"
+    assert "65536 of 31457280 bytes" in why
+
+
+def test_a_dead_letter_archived_before_identities_were_recorded_needs_force() -> None:
+    refused, why = verdict(Row(tenant_basis="legacy"))
+    assert refused == "refuse"
+    assert "--force" in why
+    assert verdict(Row(tenant_basis="legacy"), force=True)[0] == "replay"
 
 
 def test_a_message_older_than_the_idempotency_retention_is_refused_as_it_could_pay_twice() -> None:
@@ -110,3 +152,9 @@ def test_the_replay_message_has_the_relays_properties_and_names_its_dead_letter(
     assert message.headers == {headers.TENANT: "anz", headers.REPLAY_OF: 42}
     assert message.content_type == "application/json"
     assert message.delivery_mode == 2
+
+
+def test_a_conflicting_duplicate_is_refused_even_though_its_id_was_processed() -> None:
+    processed = Facts(True, 0, timedelta(days=30))  # the record is the other payment's, not this one's
+    refused, why = verdict(Row(reason="duplicate_conflict"), facts=processed, force=True)
+    assert (refused, "new message_id" in why) == ("refuse", True)

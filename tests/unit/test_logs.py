@@ -3,11 +3,20 @@
 import io
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
+import sqlalchemy.exc
 
-from app.logs import MaskAccounts, MessageFields, configure_logging, mask_account, mask_text
+from app.logs import (
+    LibraryReconnectDuplicates,
+    MaskAccounts,
+    MessageFields,
+    configure_logging,
+    mask_account,
+    mask_text,
+)
 
 
 def test_mask_account_keeps_the_last_three_digits() -> None:
@@ -17,13 +26,56 @@ def test_mask_account_keeps_the_last_three_digits() -> None:
 @pytest.mark.parametrize(
     ("raw", "masked"),
     [
+        # After a BSB, in free text.
         ("creditor account 033-001 900000123 is closed", "creditor account 033-001 ******123 is closed"),
+        # JSON: a string value, a number, and JSON escaped inside another JSON string.
         ('{"debtor_account": "123456789", "x": 1}', '{"debtor_account": "******789", "x": 1}'),
+        ('{"creditor_account":987654321}', '{"creditor_account":******321}'),
+        (
+            '{"error": "{\\"debtor_account\\": \\"123456789\\"}"}',
+            '{"error": "{\\"debtor_account\\": \\"******789\\"}"}',
+        ),
+        # Python: a dict, a pydantic/dataclass repr, key=value, prose.
+        (
+            "{'debtor_account': '123456789', 'amount_cents': 150000}",
+            "{'debtor_account': '******789', 'amount_cents': 150000}",
+        ),
+        (
+            "PaymentMessage(creditor_account='987654321', retry_count=0)",
+            "PaymentMessage(creditor_account='******321', retry_count=0)",
+        ),
+        (
+            "booking failed debtor_account=123456789 amount_cents=150000",
+            "booking failed debtor_account=******789 amount_cents=150000",
+        ),
+        ("Account 12345678 is closed", "Account *****678 is closed"),
+        # Positional reprs: a tuple of values, and one list per column (unnest arrays).
+        ("[parameters: ('t1', '012-345', '123456789', 1000)]", "[parameters: ('t1', '012-345', '******789', 1000)]"),
+        (
+            "(['012-345', '012-345'], ['123456789', '123456780'])",
+            "(['012-345', '012-345'], ['******789', '******780'])",
+        ),
+        # Not accounts: ids, amounts, sizes and references stay readable.
         ("message 01a1fdee-4aee-7ddf-984a-859abfb8838c", "message 01a1fdee-4aee-7ddf-984a-859abfb8838c"),
+        ("amount_cents=150000 body is 31457280 bytes", "amount_cents=150000 body is 31457280 bytes"),
+        ("'PAY-123456789' 'bulk_20250501_123456'", "'PAY-123456789' 'bulk_20250501_123456'"),
     ],
 )
 def test_mask_text(raw: str, masked: str) -> None:
     assert mask_text(raw) == masked
+
+
+def test_a_statement_error_with_its_parameters_leaves_no_account_behind() -> None:
+    """The text SQLAlchemy makes of a failed statement when parameters are not hidden, as logged."""
+    params = (["012-345", "012-345"], ["123456789", "123456780"], ["033-001"], ["987654321"])
+    error = sqlalchemy.exc.IntegrityError(
+        "INSERT INTO ledger SELECT * FROM unnest($1, $2, $3, $4)", params, Exception("duplicate key")
+    )
+    text = str(error)
+    assert "123456789" in text  # the format under test really quotes them
+    masked = mask_text(text)
+    assert not any(a in masked for a in ("123456789", "123456780", "987654321")), masked
+    assert "******789" in masked
 
 
 @pytest.fixture
@@ -49,4 +101,53 @@ def test_json_lines_carry_identity_fields_and_mask_accounts() -> None:
     assert (line["tenant_id"], line["message_id"], line["attempt"]) == ("anz", "m-1", 2)
     assert line["correlation_id"] is None
     assert line["level"] == "WARNING"
-    assert {type(f) for f in handler.filters} == {MaskAccounts, MessageFields}
+    assert {type(f) for f in handler.filters} == {MaskAccounts, MessageFields, LibraryReconnectDuplicates}
+
+
+def _line(emit: Callable[[logging.Logger], None]) -> dict[str, Any]:
+    configure_logging("INFO", "json")
+    stream = io.StringIO()
+    logging.getLogger().handlers[0].setStream(stream)  # type: ignore[attr-defined]
+    emit(logging.getLogger("remit.test"))
+    parsed: dict[str, Any] = json.loads(stream.getvalue().splitlines()[-1])
+    return parsed
+
+
+@pytest.mark.usefixtures("restore_root_logger")
+def test_a_logged_exception_traceback_is_masked() -> None:
+    def emit(logger: logging.Logger) -> None:
+        try:
+            raise ValueError("[parameters: ('012-345', '123456789')]")
+        except ValueError:
+            logger.exception("commit failed")
+
+    line = _line(emit)
+    assert "ValueError" in line["exc_info"]
+    assert "123456789" not in json.dumps(line)
+    assert "'******789'" in line["exc_info"]
+
+
+@pytest.mark.usefixtures("restore_root_logger")
+def test_extra_fields_and_the_stack_are_masked() -> None:
+    def emit(logger: logging.Logger) -> None:
+        logger.warning("booking failed", extra={"detail": "debtor_account=123456789"}, stack_info=True)
+
+    line = _line(emit)
+    assert line["detail"] == "debtor_account=******789"
+    assert "123456789" not in json.dumps(line)
+
+
+@pytest.mark.usefixtures("restore_root_logger")
+def test_plain_text_lines_are_masked_too() -> None:
+    configure_logging("INFO", "text")
+    stream = io.StringIO()
+    logging.getLogger().handlers[0].setStream(stream)  # type: ignore[attr-defined]
+    try:
+        raise RuntimeError("{'creditor_account': '987654321'}")
+    except RuntimeError:
+        logging.getLogger("remit.test").exception("failed for account 123456789")
+    text = stream.getvalue()
+    assert "987654321" not in text
+    assert "123456789" not in text
+    assert "account ******789" in text
+    assert "'******321'" in text

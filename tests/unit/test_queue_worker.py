@@ -1,20 +1,23 @@
 """The queue workers' settlement rules, against an in-memory channel: the settled head of the channel is
 acked with one `ack(multiple)`; an unsettled delivery is returned to the queue and never covered by a
 multiple ack; batches that finish out of order are acked only up to the first unfinished one; a
-processing bug acks nothing; stop settles what has arrived; a new channel (reconnection) starts over.
+processing bug acks nothing; stop settles what has arrived; a new channel (reconnection) starts over;
+a body over the cap is cut to a prefix on arrival, and a pool's window never holds more than its bytes.
 (What the broker does with those frames is tested on RabbitMQ: tests/integration and tests/chaos.)"""
 
 import asyncio
+import hashlib
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import pytest
 
 from app.consumer import worker as worker_module
-from app.consumer.delivery import Delivery
-from app.consumer.worker import QueueWorkers, Settlements
+from app.consumer.delivery import BodyLimits, Delivery, Truncated
+from app.consumer.worker import ProcessBatch, QueueWorkers, Settlements
 
 Callback = Callable[[Any], Awaitable[None]]
+BODIES = BodyLimits(cap=65_536, prefix=4096, pool_bytes=64 * 1024 * 1024)
 
 
 class FakeMessage:
@@ -98,9 +101,9 @@ def no_pause(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(worker_module, "REQUEUE_PAUSE_SECONDS", 0.0)
 
 
-async def _started(process: Recorder, max_batch: int = 100, workers: int = 1) -> tuple[QueueWorkers, FakeChannel]:
+async def _started(process: ProcessBatch, max_batch: int = 100, workers: int = 1) -> tuple[QueueWorkers, FakeChannel]:
     connection = FakeConnection()
-    worker = QueueWorkers(connection, "payments.work.free", {}, workers, 64, max_batch, process)  # type: ignore[arg-type]
+    worker = QueueWorkers(connection, "payments.work.free", {}, workers, 64, max_batch, process, BODIES)  # type: ignore[arg-type]
     await worker.start()
     return worker, connection.channels[0]
 
@@ -213,3 +216,38 @@ async def test_a_new_channel_starts_over() -> None:
     assert settlements == [], "the old channel is gone; its tags mean nothing on the new one"
     await tracker.settle(new, [True, True])
     assert settlements == [("ack", 2, True)]
+
+
+async def test_a_body_over_the_cap_is_cut_to_its_prefix_on_arrival() -> None:
+    seen: list[Delivery] = []
+
+    async def keep(deliveries: Sequence[Delivery]) -> list[bool]:
+        seen.extend(deliveries)
+        return [True] * len(deliveries)
+
+    settlements: list[tuple[str, int, bool]] = []
+    worker, channel = await _started(keep)
+    assert channel.queue.callback is not None
+    bodies = {1: b"a" * 65_536, 2: b"b" * 65_537, 3: b"c" * 20 * 1024 * 1024}
+    messages = {tag: FakeMessage(tag, settlements) for tag in bodies}
+    for tag, message in messages.items():
+        message.body = bodies[tag]
+        await channel.queue.callback(message)
+    await _idle()
+    assert [len(d.body) for d in seen] == [65_536, 4096, 4096]
+    assert seen[0].truncated is None
+    for delivery, tag in zip(seen[1:], (2, 3), strict=True):
+        assert delivery.truncated == Truncated(len(bodies[tag]), hashlib.sha256(bodies[tag]).hexdigest())
+        assert delivery.body == bodies[tag][:4096]
+        assert delivery.size == len(bodies[tag])
+        assert messages[tag].body == delivery.body, "the original bytes are not kept by the message either"
+    await worker.stop()
+
+
+@pytest.mark.parametrize(
+    ("pool_bytes", "window"),
+    [(64 * 1024 * 1024, 64), (16 * 65_536, 16), (16 * 65_536 - 1, 15), (1, 1)],
+)
+def test_a_pools_window_never_holds_more_bytes_than_its_budget(pool_bytes: int, window: int) -> None:
+    bodies = BodyLimits(cap=65_536, prefix=4096, pool_bytes=pool_bytes)
+    assert bodies.window(64) == window

@@ -13,7 +13,13 @@ from uuid import UUID
 
 import uuid6
 
+from app.payment_rules import PaymentRules
+from app.publisher.validation import BatchContext
+from app.settings import Settings
 from contracts import PaymentMessage
+
+# The checks remit requires in validation_result.checks by default (REMIT_REQUIRED_CHECKS): what ingress runs.
+CHECKS = ("format_valid", "currency_active", "limit_ok", "debtor_differs_from_creditor", "reference_unique")
 
 
 def new_message_id() -> UUID:
@@ -49,7 +55,7 @@ def _defaults() -> dict[str, Any]:
         "debtor_account": "123456789",
         "creditor_bsb": "033-001",
         "creditor_account": "987654321",
-        "validation_result": {"passed": True, "checks": ["customer_exists", "bsb_valid", "limit_ok"]},
+        "validation_result": {"passed": True, "checks": list(CHECKS)},
         "retry_count": 0,
         "ttl_seconds": 86_400,
     }
@@ -70,3 +76,26 @@ def make_wire_dict(**overrides: Any) -> dict[str, Any]:
 def to_wire_bytes(wire: dict[str, Any]) -> bytes:
     """Encode a wire dict as a message body."""
     return json.dumps(wire).encode()
+
+
+def padded_body(wire: dict[str, Any], size: int) -> bytes:
+    """The wire dict's body padded with JSON whitespace to exactly `size` bytes: still the same payment."""
+    body = to_wire_bytes(wire)
+    assert len(body) <= size, f"the body is already {len(body)} bytes"
+    return body + b" " * (size - len(body))
+
+
+def batch_context(
+    tenant_id: str = "acme", correlation_id: str = "bulk_acme_20250501_batch_0001", **rules: Any
+) -> BatchContext:
+    """An ingress context with the default business rules (Settings(), or `rules` as Settings fields), the
+    default TTL and message size."""
+    return BatchContext(
+        tenant_id=tenant_id,
+        correlation_id=correlation_id,
+        now=datetime.now(UTC),
+        ttl_seconds=86_400,
+        rules=PaymentRules.from_settings(Settings(**rules)),
+        max_message_bytes=65_536,
+        known_references=frozenset(),
+    )

@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import asyncpg
@@ -27,6 +28,12 @@ PG_ADMIN_DSN = os.environ.get("REMIT_TEST_PG_ADMIN_DSN", "postgresql://root@127.
 AMQP_BASE = os.environ.get("REMIT_TEST_AMQP_BASE", "amqp://guest:guest@127.0.0.1:5672")
 MANAGEMENT_URL = os.environ.get("REMIT_TEST_MANAGEMENT_URL", "http://127.0.0.1:15672")
 MANAGEMENT_AUTH = ("guest", "guest")
+TEST_RUN = ["-m", "tests.support.run"]
+TEST_CORE_VARIABLES = (
+    "TEST_CORE_CLOSED_ACCOUNTS",
+    "TEST_CORE_FLAKY_ACCOUNTS",
+    "TEST_CORE_TRANSIENT_RATE",
+)  # service processes with fault hooks (tests/support/run.py)
 
 
 def service_missing(what: str) -> None:
@@ -46,8 +53,8 @@ def unique(prefix: str) -> str:
     return f"{prefix}{uuid.uuid4().hex[:10]}"
 
 
-async def create_database() -> str:
-    name = unique("remit_test_")
+async def create_database(prefix: str = "remit_test_") -> str:
+    name = unique(prefix)
     try:
         admin = await asyncpg.connect(PG_ADMIN_DSN, timeout=5)
     except (OSError, asyncpg.PostgresError):
@@ -91,11 +98,19 @@ def delete_vhost(vhost: str) -> None:
 
 
 APP_ROLE = "remit_app"
+SYSTEM_ROLE = "remit_system"
 
 
 def app_database_url(owner_url: str) -> str:
-    """The same database as the service sees it: as remit_app, bound by row-level security."""
+    """The same database as the service's tenant-scoped code sees it: as remit_app, bound by row-level
+    security to one tenant at a time."""
     return owner_url.replace("://root@", f"://{APP_ROLE}@", 1)
+
+
+def system_database_url(owner_url: str) -> str:
+    """The same database as the relay, the archiver and operators see it: as remit_system, the one role
+    the policies let into the system scope."""
+    return owner_url.replace("://root@", f"://{SYSTEM_ROLE}@", 1)
 
 
 def amqp_url(vhost: str) -> str:
@@ -125,6 +140,7 @@ class ServiceEnv:
         return {
             **os.environ,
             "REMIT_DATABASE_URL": app_database_url(self.database_url),
+            "REMIT_SYSTEM_DATABASE_URL": system_database_url(self.database_url),
             "REMIT_MIGRATION_DATABASE_URL": self.database_url,
             "REMIT_AMQP_URL": self.amqp_url,
             "REMIT_RETRY_DELAYS_SECONDS": "[0.2, 0.5, 1.0]",
@@ -145,15 +161,40 @@ class ServiceProcess:
         self.proc = subprocess.Popen(args, env=dict(env), cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT)
 
     @classmethod
-    def consumer(cls, env: Mapping[str, str], log_path: Path, port: int | None = None) -> "ServiceProcess":
-        args = [sys.executable, "-m", "faststream", "run", "app.main:app", "--port", str(port or free_port())]
-        process = cls(args, env, log_path)
-        process.port = int(args[-1])
+    def consumer(
+        cls,
+        env: Mapping[str, str],
+        log_path: Path,
+        port: int | None = None,
+        *,
+        kill_after_commits: int | None = None,
+        kill_after_core: int | None = None,
+    ) -> "ServiceProcess":
+        """`faststream run app.main:app`; with `kill_after_commits`, the same app through the test-only entry
+        point, SIGKILLing itself after that many group commits, before their acks; with `kill_after_core`, after
+        that many bookings the core answered, before remit's commit; with a TEST_CORE_* variable in `env`,
+        through that entry point too, booking with the test-only core's failure rules."""
+        port = port or free_port()
+        hooks = [("--kill-after-commits", kill_after_commits), ("--kill-after-core", kill_after_core)]
+        flags = [part for flag, n in hooks if n is not None for part in (flag, str(n))]
+        if flags or any(name in env for name in TEST_CORE_VARIABLES):
+            args = [*TEST_RUN, "consumer", "--port", str(port), *flags]
+        else:
+            args = ["-m", "faststream", "run", "app.main:app", "--port", str(port)]
+        process = cls([sys.executable, *args], env, log_path)
+        process.port = port
         return process
 
     @classmethod
-    def relay(cls, env: Mapping[str, str], log_path: Path) -> "ServiceProcess":
-        return cls([sys.executable, "-m", "app.cli", "relay"], env, log_path)
+    def relay(
+        cls, env: Mapping[str, str], log_path: Path, *, kill_after_publishes: int | None = None
+    ) -> "ServiceProcess":
+        """`remit relay`; with `kill_after_publishes`, SIGKILLing itself after that many confirmed batches, before
+        marking them published (the test-only entry point)."""
+        if kill_after_publishes is None:
+            return cls([sys.executable, "-m", "app.cli", "relay"], env, log_path)
+        args = [*TEST_RUN, "relay", "--kill-after-publishes", str(kill_after_publishes)]
+        return cls([sys.executable, *args], env, log_path)
 
     def kill(self) -> None:
         if self.proc.poll() is None:
@@ -175,9 +216,29 @@ class ServiceProcess:
     def wait_exit(self, timeout: float) -> int:
         return self.proc.wait(timeout=timeout)
 
+    async def ready(self, timeout: float = 90) -> None:
+        """Wait until the consumer answers /readyz (its pools consume): a test that must not race its start-up."""
+        assert self.port is not None, "only a consumer process has a readiness route"
+
+        async def answers() -> bool:
+            try:
+                async with httpx.AsyncClient(timeout=2) as client:
+                    response = await client.get(f"http://127.0.0.1:{self.port}/readyz")
+            except httpx.HTTPError:
+                return False
+            return response.status_code in (200, 503) and consuming(response.json())
+
+        await eventually(answers, timeout=timeout, poll=0.3)
+
     def log(self) -> str:
         self._log.flush()
         return self.log_path.read_text(errors="replace")
+
+
+def consuming(readiness: dict[str, Any]) -> bool:
+    """The consumer's own checks pass. Its "relay" check is about the relay, another process, and the
+    session's database keeps other tests' unpublished rows: it may be red while this consumer works."""
+    return all(ok is True for check, ok in readiness["checks"].items() if check != "relay")
 
 
 async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 30, poll: float = 0.2) -> None:

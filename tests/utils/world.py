@@ -3,7 +3,7 @@
 import asyncio
 import csv
 import json
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -115,8 +115,17 @@ async def publish_raw(
         await connection.close()
 
 
-async def ledger_count(uow: UnitOfWorkFactory, message_id: UUID) -> int:
+async def ledger_count(uow: UnitOfWorkFactory, message_id: UUID | str) -> int:
     return await _count(uow, select(func.count()).where(ledger.c.message_id == message_id))
+
+
+def booked_once(uow: UnitOfWorkFactory, message_id: UUID | str) -> Callable[[], Awaitable[bool]]:
+    """A check for `eventually`: the message has exactly one ledger row."""
+
+    async def check() -> bool:
+        return await ledger_count(uow, message_id) == 1
+
+    return check
 
 
 async def ledger_rows_for_tenant(uow: UnitOfWorkFactory, tenant_id: str) -> list[Any]:

@@ -10,10 +10,10 @@ from starlette.responses import Response
 from app.admin.auth import Services
 from app.admin.console.context import Console, ConsoleContext
 from app.admin.console.render import page
-from app.admin.dead_letter_ops import Filters, ReplayReport, discard_for, replay_for
-from app.deadletters.errors import DeadLetterNotFound
+from app.admin.dead_letter_ops import discard_for, replay_for
+from app.deadletters.operations import Filters, ReplayReport
 from app.deadletters.review import show_dead_letter
-from app.errors import UsageError
+from app.errors import CallerError, DeadLetterNotFound
 
 router = APIRouter(prefix="/console", include_in_schema=False)
 
@@ -60,7 +60,7 @@ async def replay(
         report = await replay_for(services, ctx.caller, chosen, filters, False, dry_run=True, force=force, why=why)
     except DeadLetterNotFound:
         raise
-    except UsageError as exc:
+    except CallerError as exc:
         return _back(ctx, back, f"Nothing replayed: {exc}")
     confirm_ids = [o.dead_letter_id for o in report.outcomes if o.action in WILL_ACT]
     return page(
@@ -77,7 +77,7 @@ async def _confirm_replay(
         report = await replay_for(services, ctx.caller, ids, None, False, dry_run=False, force=force, why=why)
     except DeadLetterNotFound:
         raise
-    except UsageError as exc:
+    except CallerError as exc:
         return _back(ctx, back, f"Nothing replayed: {exc}")
     return _back(ctx, back, _summary(report))
 
@@ -108,6 +108,6 @@ async def discard(
         await discard_for(services, ctx.caller, dead_letter_id, reason.strip())
     except DeadLetterNotFound:
         raise
-    except UsageError as exc:
+    except CallerError as exc:
         return _back(ctx, _detail(dead_letter_id), f"Not discarded: {exc}")
     return _back(ctx, _detail(dead_letter_id), f"Dead letter {dead_letter_id} discarded.")

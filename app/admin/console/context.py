@@ -33,7 +33,7 @@ async def console_context(request: Request, services: Services) -> ConsoleContex
     session = services.sessions.get(request.cookies.get(COOKIE))
     if session is None:
         raise LoginRequired
-    caller = await caller_of_key(services.keys_uow, session.key_id)
+    caller = await caller_of_key(services.system_uow, session.key_id)
     if caller is None:
         services.sessions.drop(session.session_id)
         raise LoginRequired

@@ -43,7 +43,7 @@ async def login(
     expected = request.cookies.get(LOGIN_COOKIE, "")
     if not (expected and hmac.compare_digest(expected, login_token)):
         return _login_page(request, services, "The login form expired. Please try again.", status.HTTP_403_FORBIDDEN)
-    caller = await authenticate(services.keys_uow, api_key)
+    caller = await authenticate(services.system_uow, api_key)
     if caller is None:
         return _login_page(
             request, services, "That API key is not valid (or was revoked).", status.HTTP_401_UNAUTHORIZED
@@ -55,7 +55,7 @@ async def login(
         session.session_id,
         httponly=True,
         samesite="strict",
-        secure=services.admin.cookie_secure,
+        secure=services.settings.admin_cookie_secure,
         path="/console",
     )
     response.delete_cookie(LOGIN_COOKIE, path="/console/login")
@@ -80,7 +80,7 @@ def _login_page(request: Request, services: AdminServices, error: str | None, st
         max_age=900,
         httponly=True,
         samesite="strict",
-        secure=services.admin.cookie_secure,
+        secure=services.settings.admin_cookie_secure,
         path="/console/login",
     )
     return response

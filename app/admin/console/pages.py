@@ -8,9 +8,11 @@ from starlette.responses import Response
 from app.admin.auth import Services
 from app.admin.console.context import Console
 from app.admin.console.render import page
-from app.admin.dead_letter_ops import Filters
+from app.admin.dead_letter_ops import where_for
 from app.deadletters.audit import list_audit
+from app.deadletters.operations import Filters, check_known
 from app.deadletters.reasons import STATUSES
+from app.deadletters.requests import list_requests
 from app.deadletters.review import dead_letter_stats, list_dead_letters, show_dead_letter
 from app.errors import UsageError
 
@@ -35,12 +37,13 @@ async def dead_letters_page(
 ) -> Response:
     filters = Filters(reason, batch, currency, status_, since, until, tenant if ctx.caller.is_admin else "")
     error = None
+    uow = services.uow(ctx.caller)
     try:
-        where = filters.for_caller(ctx.caller)
+        where = where_for(ctx.caller, filters)
+        await check_known(uow, where)
     except UsageError as exc:
         error, filters = str(exc), Filters()
-        where = filters.for_caller(ctx.caller)
-    uow = services.uow(ctx.caller)
+        where = where_for(ctx.caller, filters)
     rows = await list_dead_letters(uow, where, limit)
     stats = await dead_letter_stats(uow, where)
     return page(
@@ -75,6 +78,9 @@ async def audit_page(
     tenant: Text = "",
     limit: Annotated[int, Query(ge=1, le=1000)] = 200,
 ) -> Response:
-    scope = ctx.caller.scope(tenant or None)
-    entries = await list_audit(services.uow(ctx.caller), scope, dead_letter_id, limit)
-    return page(request, "audit.html", ctx, entries=entries, dead_letter_id=dead_letter_id, tenant=tenant)
+    uow, scope = services.uow(ctx.caller), ctx.caller.scope(tenant or None)
+    entries = await list_audit(uow, scope, dead_letter_id, limit)
+    requests = [] if dead_letter_id is not None else await list_requests(uow, scope, limit)
+    return page(
+        request, "audit.html", ctx, entries=entries, requests=requests, dead_letter_id=dead_letter_id, tenant=tenant
+    )

@@ -10,6 +10,8 @@ from fastapi.templating import Jinja2Templates
 from starlette.responses import Response
 
 from app.admin.console.context import ConsoleContext
+from app.observability.queue_overview import format_age
+from app.tracing import wording
 
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")  # autoescapes .html
 
@@ -39,7 +41,17 @@ def pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
 
 
-templates.env.filters.update(when=when, minor=minor, pretty=pretty)
+templates.env.filters.update(
+    when=when,
+    minor=minor,
+    pretty=pretty,
+    moment=wording.moment,
+    delay=wording.delay,
+    age=wording.age,
+    verdict=wording.verdict,
+    booking=wording.booking,
+    queue_age=format_age,
+)
 
 
 def page(request: Request, name: str, ctx: ConsoleContext | None, status_code: int = 200, **values: Any) -> Response:

@@ -7,10 +7,11 @@ from fastapi import APIRouter, Form, HTTPException, Request, status
 from fastapi.responses import RedirectResponse
 from starlette.responses import Response
 
-from app.admin.api_workers import Action, apply_action, tiers_of, worker_status
+from app.admin.api_workers import act_for, worker_status
 from app.admin.auth import Services
 from app.admin.console.context import Console
 from app.admin.console.render import page
+from app.tenancy.pool_operations import Action, tiers_of
 
 router = APIRouter(prefix="/console", include_in_schema=False)
 
@@ -45,6 +46,6 @@ async def workers_action(
     tiers = tiers_of(tier or None)
     if step != "confirm":
         return page(request, "workers_confirm.html", ctx, action=action, tier=tier, tiers=tiers)
-    await apply_action(services, ctx.caller, cast(Action, action), tier or None)
+    await act_for(services, ctx.caller, cast(Action, action), tier or None)
     ctx.flash(f"Worker pools {', '.join(tiers)}: {action} applied; every consumer process follows within seconds.")
     return RedirectResponse(PAGE, status.HTTP_303_SEE_OTHER)

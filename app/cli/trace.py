@@ -1,0 +1,77 @@
+"""`remit trace`: where is this payment? Its whole life in order, found by message_id, payment_reference
+or batch row: accepted, published, each failed delivery with its delay, dead-lettered, replayed or
+discarded (by whom, why), processed, and what the last reconciliation said."""
+
+import typer
+from rich.console import Group
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+
+from app.cli.common import console, friendly_errors, run, with_uow
+from app.cli.dlq_views import to_json
+from app.known_filters import check_known
+from app.storage.unit_of_work import UnitOfWorkFactory
+from app.tracing import wording
+from app.tracing.lookup import PaymentQuery
+from app.tracing.model import PaymentTrace
+from app.tracing.service import trace_payment
+
+
+@friendly_errors
+def trace(
+    identifier: str = typer.Argument(..., help="A message_id, a payment_reference, or a batch id with --row."),
+    row: int | None = typer.Option(
+        None, "--row", min=1, help="The row of the batch's file (as `remit submit` numbers rejected rows)."
+    ),
+    tenant: str | None = typer.Option(
+        None, "--tenant", help="Only this tenant's payments (when several tenants use the id or reference)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
+) -> None:
+    """Show a payment's whole life in order with timestamps; account numbers masked.
+
+    Examples:
+
+    \b
+      remit trace 0196b0a4-6f1e-7c3a-9d2b-5e8f0a1b2c3d
+      remit trace PAY-ANZ-2025-00198432 --tenant anz
+      remit trace bulk_anz_20250501_batch_0001 --row 7
+    """
+    query = PaymentQuery(identifier, row)
+
+    async def find(uow: UnitOfWorkFactory) -> PaymentTrace:
+        await check_known(uow, tenant, dash="--")
+        return await trace_payment(uow, query, tenant)
+
+    found = run(with_uow(find))
+    if as_json:
+        console.print_json(to_json(found))
+    else:
+        console.print(trace_view(found))
+
+
+def trace_view(t: PaymentTrace) -> Group:
+    facts = Table.grid(padding=(0, 2))
+    facts.add_column(style="bold")
+    facts.add_column()
+    amount = f"{t.amount_cents:,} {t.currency} (minor units)" if t.amount_cents is not None else ""
+    for name, value in (
+        ("state", t.state),
+        ("tenant", t.tenant_id or "(none)"),
+        ("message_id", t.message_id or "(none: never a message)"),
+        ("reference", t.payment_reference),
+        ("batch", t.correlation_id),
+        ("amount", amount),
+        ("debtor", t.debtor),
+        ("creditor", t.creditor),
+        ("came as", t.origin),
+        ("booking", wording.booking(t.booking)),
+        ("reconciliation", wording.verdict(t.reconciliation) if t.message_id else "not reconciled (never a message)"),
+    ):
+        facts.add_row(name, escape(str(value or "")))
+    events = Table("#", "at (UTC)", "after", "stage", "what happened", title="its life, in order")
+    for n, e in enumerate(t.events, start=1):
+        at = wording.moment(e.at).removesuffix(" UTC")
+        events.add_row(str(n), at, wording.delay(e.after_seconds), e.stage, escape(e.summary))
+    return Group(Panel(facts, title=f"payment {escape(t.payment_reference or str(t.message_id))}"), events)

@@ -1,0 +1,51 @@
+"""Worker pool control and state: the desired state per tier (`worker_pools`) that every consumer process
+applies, and the heartbeat each process writes per pool (`worker_heartbeats`). Shared infrastructure: the
+system scope only."""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+RUNNING = "running"
+STOPPED = "stopped"
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    process_id: str
+    pool: str
+    tier: str
+    queue: str
+    workers: int
+    running: int
+    paused_by: str | None = None  # why the process paused every pool (its core-banking breaker is open)
+
+
+@dataclass(frozen=True, slots=True)
+class LivePool:
+    """A pool as the processes that reported since a moment see it, added up."""
+
+    pool: str
+    tier: str
+    queue: str
+    processes: int
+    workers: int
+    running: int
+    paused: int = 0  # processes whose pools are paused (their core-banking breaker is open)
+
+
+class WorkerPools(Protocol):
+    async def desired_states(self) -> dict[str, str]:
+        """tier -> desired state; a tier nobody set is RUNNING."""
+        ...
+
+    async def set_desired_state(self, tiers: Sequence[str], state: str, actor: str) -> None: ...
+
+    async def beat(self, heartbeats: Sequence[Heartbeat]) -> None:
+        """Write (or refresh) one heartbeat per (process, pool), stamped with the transaction's time."""
+        ...
+
+    async def live(self, since: datetime) -> list[LivePool]:
+        """Every pool with a heartbeat after `since`."""
+        ...

@@ -1,0 +1,87 @@
+"""The idempotency records in PostgreSQL: the group commit's claim is one `unnest` insert per tenant share."""
+
+from collections.abc import Collection, Mapping, Sequence
+from uuid import UUID
+
+from sqlalchemy import bindparam, delete, select, text
+from sqlalchemy.dialects.postgresql import ARRAY, BIGINT, BYTEA, INTEGER, VARCHAR
+from sqlalchemy.dialects.postgresql import UUID as PG_UUID
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app.storage.tables import processed_messages
+from contracts import PaymentMessage
+
+pm = processed_messages.c
+
+# One statement with one array per column: an executemany renders a multi-row VALUES, which costs more CPU
+# than the rest of the commit (docs/benchmarks.md).
+# `source` says how the payment came: a batch's has its outbox row (same tenant); one published directly over
+# AMQP has none, and this record, with what it moved, is its only record of acceptance (reconciliation and
+# `remit status` count it as accepted over AMQP). The outbox lookup is one probe of its unique message_id index.
+_CLAIM = text(
+    """
+    INSERT INTO processed_messages
+        (message_id, tenant_id, correlation_id, attempt, payment_digest, amount_cents, currency, source)
+    SELECT u.*, CASE WHEN EXISTS (SELECT 1 FROM outbox o WHERE o.message_id = u.id AND o.tenant_id = u.tenant)
+                     THEN 'outbox' ELSE 'amqp' END
+    FROM unnest(:ids, :tenants, :batches, :attempts, :digests, :amounts, :currencies)
+        AS u(id, tenant, batch, attempt, digest, amount, currency)
+    ON CONFLICT (tenant_id, message_id) DO NOTHING
+    RETURNING message_id
+    """
+).bindparams(
+    bindparam("ids", type_=ARRAY(PG_UUID(as_uuid=True))),
+    bindparam("tenants", type_=ARRAY(VARCHAR)),
+    bindparam("batches", type_=ARRAY(VARCHAR)),
+    bindparam("attempts", type_=ARRAY(INTEGER)),
+    bindparam("digests", type_=ARRAY(BYTEA)),
+    bindparam("amounts", type_=ARRAY(BIGINT)),
+    bindparam("currencies", type_=ARRAY(VARCHAR)),
+)
+_DIGESTS = text(
+    "SELECT message_id, payment_digest FROM processed_messages WHERE tenant_id = :tenant AND message_id = ANY(:ids)"
+).bindparams(bindparam("ids", type_=ARRAY(PG_UUID(as_uuid=True))))
+_TRANSFERS = text(
+    """
+    UPDATE processed_messages p SET core_transfer_id = t.transfer_id
+    FROM unnest(:ids, :transfers) AS t(message_id, transfer_id)
+    WHERE p.tenant_id = :tenant AND p.message_id = t.message_id
+    """
+).bindparams(
+    bindparam("ids", type_=ARRAY(PG_UUID(as_uuid=True))),
+    bindparam("transfers", type_=ARRAY(VARCHAR)),
+)
+
+
+class SqlIdempotencyRecords:
+    def __init__(self, connection: AsyncConnection) -> None:
+        self._connection = connection
+
+    async def claim(self, payments: Sequence[PaymentMessage], digests: Sequence[bytes]) -> set[UUID]:
+        params = {
+            "ids": [p.message_id for p in payments],
+            "tenants": [p.tenant_id for p in payments],
+            "batches": [p.correlation_id for p in payments],
+            "attempts": [p.retry_count + 1 for p in payments],
+            "digests": list(digests),
+            "amounts": [p.amount_cents for p in payments],
+            "currencies": [p.currency for p in payments],
+        }
+        return {row.message_id for row in await self._connection.execute(_CLAIM, params)}
+
+    async def digests(self, tenant_id: str, message_ids: Collection[UUID]) -> dict[UUID, bytes | None]:
+        rows = await self._connection.execute(_DIGESTS, {"tenant": tenant_id, "ids": list(message_ids)})
+        return {row.message_id: row.payment_digest for row in rows}
+
+    async def release(self, tenant_id: str, message_ids: Collection[UUID]) -> None:
+        await self._connection.execute(
+            delete(processed_messages).where(pm.tenant_id == tenant_id, pm.message_id.in_(list(message_ids)))
+        )
+
+    async def record_transfers(self, tenant_id: str, transfers: Mapping[UUID, str]) -> None:
+        params = {"tenant": tenant_id, "ids": list(transfers), "transfers": list(transfers.values())}
+        await self._connection.execute(_TRANSFERS, params)
+
+    async def is_recorded(self, tenant_id: str, message_id: UUID) -> bool:
+        query = select(pm.message_id).where(pm.tenant_id == tenant_id, pm.message_id == message_id)
+        return (await self._connection.execute(query)).first() is not None

@@ -1,0 +1,139 @@
+"""Trace one payment: find it, read every record of it, put the events in order, add the last
+reconciliation's word. The CLI, the API and the console all call `trace_payment`."""
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app.deadletters import reasons
+from app.deadletters.masking import mask_account, mask_text
+from app.storage.tables import batch_rejections
+from app.storage.unit_of_work import UnitOfWorkFactory
+from app.tracing import model as m
+from app.tracing.events import RETRYING, in_order, record_events, rejection_events
+from app.tracing.lookup import PaymentQuery, find_payment, rejections
+from app.tracing.records import Records, read_records
+from app.tracing.verdict import last_verdict
+
+
+async def trace_payment(
+    uow_factory: UnitOfWorkFactory,
+    query: PaymentQuery,
+    scope: str | None = None,
+    reconciliation_uow: UnitOfWorkFactory | None = None,
+) -> m.PaymentTrace:
+    """The payment `query` names within `scope` (a tenant; None: every tenant, for operators), read in
+    that tenant's row-level-security scope. Reconciliation runs are shared by all tenants and read through
+    `reconciliation_uow` (default: `uow_factory`), filtered by the payment's own tenant."""
+    async with uow_factory(scope) as uow:
+        match = await find_payment(uow.connection, query, scope)
+        if match.key is None:
+            return _rejected_only(match.rejections)
+        records = await read_records(uow.connection, match.key)
+        rejected = await _same_reference_rejected(uow.connection, match.key, records)
+    events = in_order(record_events(records) + rejection_events(rejected))
+    first_seen = events[0].at if events else None
+    verdict = await last_verdict(reconciliation_uow or uow_factory, match.key, first_seen)
+    return _trace(match.key, records, events, verdict)
+
+
+async def _same_reference_rejected(conn: AsyncConnection, key: m.PaymentKey, records: Records) -> list[Any]:
+    """Rows of the tenant's files rejected with this payment's reference (a resubmission, a duplicate)."""
+    payment = records.payment
+    if payment is None or key.tenant_id is None or payment.payment_reference is None:
+        return []
+    return await rejections(conn, key.tenant_id, batch_rejections.c.payment_reference == payment.payment_reference)
+
+
+def _trace(
+    key: m.PaymentKey, records: Records, events: list[m.Event], verdict: m.ReconciliationVerdict | None
+) -> m.PaymentTrace:
+    payment, booked = records.payment, records.ledger
+    debtor, creditor = _parties(records)
+    return m.PaymentTrace(
+        tenant_id=key.tenant_id,
+        message_id=key.message_id,
+        payment_reference=payment.payment_reference if payment else None,
+        correlation_id=payment.correlation_id if payment else _batch_of(records),
+        amount_cents=payment.amount_cents if payment else None,
+        currency=payment.currency if payment else None,
+        debtor=debtor,
+        creditor=creditor,
+        origin=m.BULK_FILE if records.outbox is not None else m.DIRECT,
+        state=state_of(events, booked is not None),
+        events=events,
+        booking=None if booked is None else m.Booking(booked.transfer_id, booked.booked_at),
+        reconciliation=verdict,
+    )
+
+
+def _rejected_only(rows: list[Any]) -> m.PaymentTrace:
+    first = rows[0]
+    return m.PaymentTrace(
+        tenant_id=first.tenant_id,
+        message_id=None,
+        payment_reference=first.payment_reference,
+        correlation_id=first.correlation_id,
+        amount_cents=first.amount_cents,
+        currency=first.currency,
+        debtor=None,
+        creditor=None,
+        origin=m.VALIDATION,
+        state=m.REJECTED,
+        events=in_order(rejection_events(rows)),
+        booking=None,
+        reconciliation=None,
+    )
+
+
+def state_of(events: list[m.Event], booked: bool) -> str:
+    """Where the payment is now: processed once it is booked, whatever came after (a replay that found it
+    processed); otherwise what its last event left it as. A refused replay changes nothing, nor does a
+    later row rejected for reusing its reference (that row is not this payment)."""
+    if booked:
+        return m.PROCESSED
+    for event in reversed(events):
+        if event.stage == m.ATTEMPT_FAILED:
+            return "retrying" if event.details["outcome"] == RETRYING else m.DEAD_LETTERED
+        if event.stage == m.DEAD_LETTERED:
+            return "expired" if event.details["reason"] == reasons.EXPIRED else m.DEAD_LETTERED
+        if event.stage == m.PROCESSED:
+            return "processed without a booking"
+        if event.stage not in (m.REPLAY_REFUSED, m.REJECTED):
+            return event.stage
+    return m.REJECTED if events else "unknown"
+
+
+def _batch_of(records: Records) -> str | None:
+    return records.processed.correlation_id if records.processed is not None else None
+
+
+def _parties(records: Records) -> tuple[str | None, str | None]:
+    """Debtor and creditor as BSB and masked account: from the booking, else from the message itself."""
+    fields: Mapping[str, Any] = {}
+    if records.ledger is not None:
+        fields = dict(records.ledger._mapping)
+    elif records.outbox is not None:
+        fields = _json_object(records.outbox.body)
+    elif records.dead_letters and not records.dead_letters[-1].body_truncated:
+        fields = _json_object(records.dead_letters[-1].body)
+    return _party(fields, "debtor"), _party(fields, "creditor")
+
+
+def _party(fields: Mapping[str, Any], side: str) -> str | None:
+    bsb, account = fields.get(f"{side}_bsb"), fields.get(f"{side}_account")
+    if not isinstance(account, str):
+        return None
+    # A direct publisher's dead letter may carry anything in its BSB field too: it is masked like free text.
+    return f"{mask_text(bsb)} {mask_account(account)}" if isinstance(bsb, str) else mask_account(account)
+
+
+def _json_object(body: bytes) -> Mapping[str, Any]:
+    """A dead letter's body may be anything a publisher sent: only a JSON object is read, never trusted."""
+    try:
+        value = json.loads(body)
+    except (ValueError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,3 @@
+from corebank.cli import main
+
+main()

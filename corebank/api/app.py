@@ -1,0 +1,72 @@
+"""The core's ASGI application: `create_app` builds the FastAPI app (its lifespan owns the database engine);
+`asgi_app` adds what runs outside it (quiet error logging, fault injection when enabled)."""
+
+import logging
+import traceback
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from sqlalchemy.ext.asyncio import create_async_engine
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from corebank.api import accounts, journal, operations, transfers
+from corebank.api.database import Database
+from corebank.api.errors import install_error_handlers, route_of
+from corebank.api.fault_injection import FaultInjection
+from corebank.faults import Faults
+from corebank.settings import CoreBankSettings
+
+log = logging.getLogger("corebank")
+
+DESCRIPTION = (
+    "The reference core-banking service remit books payments in: accounts with balances per currency, "
+    "idempotent transfers (one `Idempotency-Key` per transfer), an append-only journal and its export. "
+    "Refusals are results, not errors. Every error has the `ErrorBody` shape. Contract: docs/core-banking.md."
+)
+
+
+def create_app(settings: CoreBankSettings, faults: Faults) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        engine = create_async_engine(
+            settings.database_url,
+            pool_size=settings.pool_size,
+            max_overflow=0,
+            pool_pre_ping=True,
+            hide_parameters=True,  # errors and logs never carry account numbers
+        )
+        app.state.database = Database(engine)
+        yield
+        await engine.dispose()
+
+    app = FastAPI(title="remit reference core banking", version="1.0.0", description=DESCRIPTION, lifespan=lifespan)
+    app.state.settings = settings
+    app.state.faults = faults
+    for module in (transfers, accounts, journal, operations):
+        app.include_router(module.router)
+    install_error_handlers(app)
+    return app
+
+
+def asgi_app(settings: CoreBankSettings) -> ASGIApp:
+    faults = Faults(enabled=settings.faults_enabled)
+    app: ASGIApp = create_app(settings, faults)
+    if faults.enabled:
+        app = FaultInjection(app, faults)
+    return QuietErrors(app)
+
+
+class QuietErrors:
+    """Logs an unexpected exception by class and frames only: its message may quote data (account numbers).
+    The client already has its 500 answer from the app's handler."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await self.app(scope, receive, send)
+        except Exception as exc:
+            frames = "".join(traceback.format_tb(exc.__traceback__))
+            log.error("unexpected %s on %s\n%s", type(exc).__name__, route_of(scope), frames)

@@ -1,0 +1,112 @@
+"""The core's journal into the snapshot: remit's keys only, and followed until every transfer remit recorded has
+come (a transaction running on the core's server holds the export back), or until the catch-up time passes."""
+
+import asyncio
+import threading
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import asyncpg
+import httpx
+import pyarrow.parquet as pq
+import pytest
+
+from reconciliation.core_journal import export_core_journal
+from reconciliation.snapshot import CORE_JOURNAL, PROCESSED_MESSAGES
+from tests.spark.builders import write_rows
+from tests.utils.corebank import CoreBank, dsn, open_account, transfer
+
+pytestmark = pytest.mark.spark
+
+
+async def _book(core: CoreBank, key: str, amount: int) -> str:
+    async with httpx.AsyncClient(base_url=core.url, timeout=30) as client:
+        a, b = await open_account(client, 10**6), await open_account(client)
+        response = await client.post("/transfers", json=transfer(a, b, amount), headers={"Idempotency-Key": key})
+    assert response.status_code == 201, response.text
+    return str(response.json()["transfer_id"])
+
+
+def _remit_recorded(snapshot: Path, tenant: str, message_id: str, transfer_id: str) -> None:
+    row = {"message_id": message_id, "tenant_id": tenant, "correlation_id": "b", "processed_at": datetime.now(UTC),
+           "core_transfer_id": transfer_id, "source": "outbox"}  # fmt: skip
+    write_rows(PROCESSED_MESSAGES, [row], snapshot)
+
+
+class OlderTransaction:
+    """A transaction on the core's database server older than the bookings that follow: until it ends, the
+    export holds them back."""
+
+    def __init__(self, core: CoreBank) -> None:
+        self.core, self.opened, self.end = core, threading.Event(), threading.Event()
+        self.thread = threading.Thread(target=lambda: asyncio.run(self._hold()), daemon=True)
+
+    async def _hold(self) -> None:
+        conn = await asyncpg.connect(dsn(self.core.database_url))
+        try:
+            async with conn.transaction():
+                await conn.fetchval("SELECT pg_current_xact_id()")
+                self.opened.set()
+                await asyncio.to_thread(self.end.wait)
+        finally:
+            await conn.close()
+
+    def __enter__(self) -> "OlderTransaction":
+        self.thread.start()
+        assert self.opened.wait(10)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.end.set()
+        self.thread.join(10)
+
+
+def test_only_remits_keys_and_the_export_is_followed_until_the_recorded_transfer_comes(
+    core: CoreBank, tmp_path: Path
+) -> None:
+    tenant, message_id = "acme", str(uuid.uuid4())
+    asyncio.run(_book(core, "teller-7:counter-1", 75))  # another channel's transfer in the same core
+    with OlderTransaction(core) as older:
+        transfer_id = asyncio.run(_book(core, f"{tenant}:{message_id}", 1234))
+        _remit_recorded(tmp_path, tenant, message_id, transfer_id)
+        threading.Timer(2.0, older.end.set).start()
+        started = time.monotonic()
+
+        catch_up = timedelta(seconds=60)
+        counts = export_core_journal(core.url, datetime.now(UTC), timedelta(minutes=15), tmp_path, catch_up)
+
+    assert time.monotonic() - started >= 1.5, "the held-back transfer was not waited for"
+    assert counts["core_journal_awaited"] == 0
+    rows = pq.read_table(CORE_JOURNAL.path(tmp_path)).to_pylist()
+    ours = [r for r in rows if r["message_id"] == message_id]
+    assert [(r["tenant_id"], r["transfer_id"], r["amount_cents"], r["currency"]) for r in ours] == [
+        (tenant, transfer_id, 1234, "AUD")
+    ]
+    assert not any(r["tenant_id"] == "teller-7" for r in rows)
+
+
+def test_a_transfer_still_held_back_after_the_catch_up_time_is_counted_as_awaited(
+    core: CoreBank, tmp_path: Path
+) -> None:
+    tenant, message_id = "acme", str(uuid.uuid4())
+    with OlderTransaction(core):
+        transfer_id = asyncio.run(_book(core, f"{tenant}:{message_id}", 10))
+        _remit_recorded(tmp_path, tenant, message_id, transfer_id)
+
+        catch_up = timedelta(seconds=1)
+        counts = export_core_journal(core.url, datetime.now(UTC), timedelta(minutes=15), tmp_path, catch_up)
+
+    assert counts["core_journal_awaited"] == 1
+    assert message_id not in pq.read_table(CORE_JOURNAL.path(tmp_path))["message_id"].to_pylist()
+
+
+def test_a_transfer_the_core_never_booked_is_not_waited_for(core: CoreBank, tmp_path: Path) -> None:
+    _remit_recorded(tmp_path, "acme", str(uuid.uuid4()), "424242")  # remit's record; the core has no such key
+    started = time.monotonic()
+
+    counts = export_core_journal(core.url, datetime.now(UTC), timedelta(minutes=15), tmp_path, timedelta(seconds=60))
+
+    assert time.monotonic() - started < 30
+    assert counts["core_journal_awaited"] == 0

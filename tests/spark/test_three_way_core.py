@@ -1,0 +1,162 @@
+"""Three-way reconciliation end to end: the reference core as its own process with its own database, transfers
+booked there over its HTTP API under remit's keys, remit's records in a throwaway PostgreSQL database, and the
+job exporting both (remit's tables, then the core's GET /journal) and reconciling them."""
+
+import asyncio
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+from pyspark.sql import SparkSession
+
+from reconciliation.config import RunConfig
+from reconciliation.job import export, finish, reconcile
+from tests.utils.corebank import CoreBank, open_account, transfer
+from tests.utils.services import eventually
+
+pytestmark = pytest.mark.spark
+
+TENANT = "acme"
+
+
+async def _book(core: CoreBank, items: list[tuple[str, int]]) -> dict[str, str]:
+    """Book (key, amount) transfers in AUD between two fresh accounts; the core's transfer id per key. Returns
+    once the journal export shows them: a transaction running anywhere on the shared PostgreSQL server holds
+    the export back (docs/core-banking.md), and this test is about what the job does with what it reads."""
+    async with httpx.AsyncClient(base_url=core.url, timeout=30) as client:
+        debtor, creditor = await open_account(client, 10**9), await open_account(client)
+        batch = [{**transfer(debtor, creditor, amount), "idempotency_key": key} for key, amount in items]
+        results = (await client.post("/transfers/batch", json={"transfers": batch})).json()["results"]
+        assert [r["status"] for r in results] == ["booked"] * len(items)
+
+        async def exported() -> bool:
+            journal = (await client.get("/journal", params={"limit": 5000})).json()["transfers"]
+            return {key for key, _ in items} <= {t["idempotency_key"] for t in journal}
+
+        await eventually(exported, timeout=120, poll=1)
+    return {r["idempotency_key"]: r["transfer_id"] for r in results}
+
+
+class Remit:
+    """remit's side, written as its ingress and its consumer (with an external core) write it."""
+
+    def __init__(self, url: str) -> None:
+        self.dsn = url.replace("+asyncpg", "")
+
+    async def _execute(self, sql: str, *args: Any) -> None:
+        conn = await asyncpg.connect(self.dsn)
+        try:
+            await conn.execute(sql, *args)
+        finally:
+            await conn.close()
+
+    async def batch(self, corr: str, amounts: list[int], accepted_at: datetime) -> list[uuid.UUID]:
+        ids = [uuid.uuid4() for _ in amounts]
+        await self._execute("INSERT INTO tenants (tenant_id, name) VALUES ($1, 'Acme') ON CONFLICT DO NOTHING", TENANT)
+        await self._execute(
+            "INSERT INTO batches VALUES ($1, $2, 'f.csv', repeat('a', 64), $3, 0, $4)",
+            corr, TENANT, len(amounts), accepted_at,
+        )  # fmt: skip
+        await self._execute(
+            "INSERT INTO batch_totals VALUES ($1, 'AUD', $2, $3, $4, $3, $4)", corr, TENANT, len(amounts), sum(amounts)
+        )
+        for seq, (mid, amount) in enumerate(zip(ids, amounts, strict=True)):
+            await self._execute(
+                "INSERT INTO outbox (message_id, tenant_id, correlation_id, seq, payment_reference, amount_cents,"
+                " currency, body, accepted_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, 'AUD', '\\x00', $7, $8)",
+                mid, TENANT, corr, seq, f"{corr}-{seq}", amount, accepted_at, accepted_at + timedelta(hours=24),
+            )  # fmt: skip
+        return ids
+
+    async def recorded(
+        self, mid: uuid.UUID, corr: str, transfer_id: str, source: str = "outbox", amount: int | None = None
+    ) -> None:
+        """The consumer's idempotency record with the core's transfer id (and, for a direct publish, its money)."""
+        await self._execute(
+            "INSERT INTO processed_messages (message_id, tenant_id, correlation_id, attempt, processed_at,"
+            " core_transfer_id, source, amount_cents, currency) VALUES ($1, $2, $3, 1, now() - interval '1 minute',"
+            " $4, $5, $6, 'AUD')",
+            mid, TENANT, corr, transfer_id, source, amount,
+        )  # fmt: skip
+
+    async def ledger(self, mid: uuid.UUID, corr: str, amount: int) -> None:
+        """The local ledger row remit's external adapter writes for a transfer the core booked."""
+        await self._execute(
+            "INSERT INTO ledger (message_id, tenant_id, correlation_id, payment_reference, amount_cents, currency,"
+            " debtor_bsb, debtor_account, creditor_bsb, creditor_account)"
+            " VALUES ($1, $2, $3, 'r', $4, 'AUD', '062-000', '100001', '062-001', '200002')",
+            mid, TENANT, corr, amount,
+        )  # fmt: skip
+
+
+def key(mid: uuid.UUID) -> str:
+    return f"{TENANT}:{mid}"
+
+
+def _run(spark: SparkSession, database: str, core: CoreBank, out: Path) -> tuple[Any, dict[str, int]]:
+    config = RunConfig(
+        as_of=datetime.now(UTC),
+        out_dir=str(out),
+        snapshot_dir=str(out / "snapshot"),
+        database_url=database,
+        core_url=core.url,
+    )
+    counts = export(config)
+    result = reconcile(spark, config)
+    finish(config, result, uuid.uuid4(), datetime.now(UTC))
+    return result, counts
+
+
+def test_three_way_against_the_reference_core(
+    spark: SparkSession, database: str, core: CoreBank, tmp_path: Path
+) -> None:
+    remit, now = Remit(database), datetime.now(UTC)
+    # A clean day: a batch of three booked in the core and recorded by remit, one direct publish likewise, and a
+    # transfer of another channel (not remit's key) in the same core.
+    clean = asyncio.run(remit.batch("batch-1", [100, 200, 300], now - timedelta(hours=1)))
+    direct = uuid.uuid4()
+    ids = asyncio.run(_book(core, [*[(key(m), a) for m, a in zip(clean, [100, 200, 300], strict=True)],
+                                   (key(direct), 50), ("teller-7:counter-deposit-1", 75)]))  # fmt: skip
+    for mid, amount in zip(clean, [100, 200, 300], strict=True):
+        asyncio.run(remit.recorded(mid, "batch-1", ids[key(mid)]))
+        asyncio.run(remit.ledger(mid, "batch-1", amount))  # remit's copy of the core's transfer: not a duplicate
+    asyncio.run(remit.recorded(direct, "direct-1", ids[key(direct)], source="amqp", amount=50))
+
+    result, counts = _run(spark, database, core, tmp_path / "clean")
+
+    assert (result.result, result.three_way, result.breaks.num_rows) == ("RECONCILED", True, 0)
+    assert (counts["core_journal"], counts["core_journal_foreign"]) == (4, 1)
+    rows = {r["correlation_id"]: r for r in result.summary.to_pylist()}
+    assert (rows["batch-1"]["core_booked_count"], rows["batch-1"]["core_booked_cents"]) == (3, 600)
+    assert (rows["direct-1"]["amqp_count"], rows["direct-1"]["core_booked_count"]) == (1, 1)
+
+    # Then each kind of break: booked in the core for a payment that expired unrecorded (the unknown outcome
+    # never resolved), recorded by remit but never booked in the core, and booked for another amount.
+    lost, phantom, other = asyncio.run(remit.batch("batch-2", [400, 500, 600], now - timedelta(days=2)))
+    more = asyncio.run(_book(core, [(key(lost), 400), (key(other), 601)]))
+    asyncio.run(remit.recorded(phantom, "batch-2", "424242"))
+    asyncio.run(remit.recorded(other, "batch-2", more[key(other)]))
+    asyncio.run(remit.ledger(other, "batch-2", 600))
+
+    result, counts = _run(spark, database, core, tmp_path / "broken")
+
+    assert result.result == "BREAKS"
+    found = zip(result.breaks["message_id"].to_pylist(), result.breaks["status"].to_pylist(), strict=True)
+    assert dict(found) == {str(lost): "core_only", str(phantom): "remit_only", str(other): "core_mismatch"}
+    assert counts["core_journal"] == 6
+    runs = asyncio.run(_fetch(database, "SELECT result, core_journal_rows FROM reconciliation_runs ORDER BY as_of"))
+    assert [tuple(r) for r in runs] == [("RECONCILED", 4), ("BREAKS", 6)]
+    recorded = asyncio.run(_fetch(database, "SELECT status FROM reconciliation_breaks ORDER BY status"))
+    assert [r["status"] for r in recorded] == ["core_mismatch", "core_only", "remit_only"]
+
+
+async def _fetch(url: str, sql: str) -> list[asyncpg.Record]:
+    conn = await asyncpg.connect(url.replace("+asyncpg", ""))
+    try:
+        return list(await conn.fetch(sql))
+    finally:
+        await conn.close()

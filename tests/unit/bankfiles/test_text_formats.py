@@ -1,0 +1,77 @@
+"""remit's CSV and JSON Lines read as streams give the rows the whole-file reader gives, line numbers included."""
+
+from pathlib import Path
+
+import pytest
+
+from app.bankfiles import BankFile
+from app.bankfiles.rows import PARSE_ERROR
+from app.bankfiles.streams import MAX_LINE_BYTES
+from app.errors import FileRefused
+from tests.unit.bankfiles.conftest import Read
+from tests.utils.whole_file_reader import read_bulk_file
+
+EXAMPLES = Path(__file__).parents[3] / "examples"
+HEADER = "payment_reference,amount_cents,currency,debtor_bsb,debtor_account,creditor_bsb,creditor_account"
+ROW = "P-1,1500,AUD,062-000,12345678,033-000,87654321"
+
+
+@pytest.mark.parametrize("name", ["anz_20250501.csv", "westpac_20250501.jsonl"])
+def test_the_examples_read_as_the_whole_file_reader_reads_them(name: str) -> None:
+    expected = read_bulk_file(EXAMPLES / name)
+    with BankFile(EXAMPLES / name) as bank:
+        rows = list(bank.rows())
+        summary = bank.summary
+    assert [(r.number, r.fields, r.typed) for r in rows] == [(r.number, r.fields, r.typed) for r in expected.rows]
+    assert summary.sha256 == expected.sha256
+    assert summary.identity == expected.sha256
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"{HEADER}\n{ROW}\n",
+        f"{HEADER}\r\n{ROW}\r\n",
+        f"\ufeff{HEADER}\r\n{ROW}",
+        f"{HEADER}\n\n{ROW}\n,,,,,,\n",
+    ],
+)
+def test_csv_line_ends_bom_and_blank_rows(read: Read, text: str) -> None:
+    rows, _ = read(text.encode())
+    assert [r.fields["payment_reference"] for r in rows] == ["P-1"]
+
+
+def test_a_quoted_csv_cell_may_span_lines_and_keeps_the_line_count(read: Read) -> None:
+    rows, _ = read(f'{HEADER}\n"P-1",1500,AUD,062-000,12345678,033-000,"8765\n4321"\n{ROW}\n'.encode())
+    assert [r.number for r in rows] == [3, 4]
+
+
+def test_a_line_that_is_not_json_is_a_rejected_row_with_its_number(read: Read) -> None:
+    rows, _ = read(
+        b'{"payment_reference": "P-1"}\r\n{"payment_reference": \r\n\r\n[1, 2]\n{"payment_reference": "P-2"}'
+    )
+    assert [r.number for r in rows] == [1, 2, 4, 5]
+    assert [PARSE_ERROR in r.fields for r in rows] == [False, True, True, False]
+    assert rows[2].fields[PARSE_ERROR] == "each line must be a JSON object"
+
+
+@pytest.mark.parametrize(("fmt", "prefix"), [("csv", f"{HEADER}\n"), ("jsonl", "")])
+def test_a_line_longer_than_the_limit_refuses_the_file(read: Read, fmt: str, prefix: str) -> None:
+    at_limit = prefix + '{"payment_reference": "' + "x" * (MAX_LINE_BYTES - 26) + '"}\n'
+    assert len(at_limit.splitlines(keepends=True)[-1]) == MAX_LINE_BYTES
+    read(at_limit.encode(), fmt)
+    over = prefix + "y" * (MAX_LINE_BYTES + 1)
+    with pytest.raises(FileRefused, match=f"line {prefix.count(chr(10)) + 1} is longer than {MAX_LINE_BYTES}"):
+        read(over.encode(), fmt)
+
+
+@pytest.mark.parametrize(("fmt", "prefix"), [("csv", f"{HEADER}\n{ROW}\n"), ("jsonl", '{"a": 1}\n')])
+def test_bytes_that_are_not_utf8_refuse_the_file_with_the_line(read: Read, fmt: str, prefix: str) -> None:
+    with pytest.raises(FileRefused, match=f"not utf-8 text .line {prefix.count(chr(10)) + 1}."):
+        read(prefix.encode() + b'{"payment_reference": "Caf\xe9"}\n', fmt)
+
+
+def test_a_quoted_cell_longer_than_the_csv_field_limit_refuses_the_file(read: Read) -> None:
+    cell = "\n".join(["z" * 60_000] * 3)  # each line under the line limit, the cell over csv's 131,072
+    with pytest.raises(FileRefused, match="line 5 is not valid CSV: field larger than field limit"):
+        read(f'{HEADER}\n{ROW}\nP-2,"{cell}"\n'.encode(), "csv")
