@@ -167,22 +167,27 @@ class OutboxRelay:
                 continue
             PUBLISH_CONFIRMS.labels("failed").inc()
             if isinstance(result, DeliveryError):  # nacked or returned: this message, not the broker
-                self._log_refusal(row.message_id, result)
+                self._log_refusal(row, result)
                 refused.append(row.outbox_id)
             else:
                 outage = outage or result
         PUBLISH_CONFIRMS.labels("confirmed").inc(len(confirmed))
         return confirmed, refused, outage
 
-    def _log_refusal(self, message_id: Any, error: BaseException) -> None:
+    def _log_refusal(self, row: Row[Any], error: BaseException) -> None:
         # An unroutable row (its tenant has no binding) is refused at every try until someone fixes the route:
         # one ERROR per message, then quiet (the metric still counts every refusal).
-        if message_id in self._refused:
+        if row.message_id in self._refused:
             return
         if len(self._refused) >= 10_000:
             self._refused.clear()
-        self._refused.add(message_id)
-        log.error("publish of %s refused, will retry with backoff (logged once): %r", message_id, error)
+        self._refused.add(row.message_id)
+        log.error(
+            "publish of %s refused, will retry with backoff (logged once): %r",
+            row.message_id,
+            error,
+            extra={"tenant_id": row.tenant_id, "message_id": str(row.message_id)},
+        )
 
 
 def _next_rows(limit: int) -> Any:

@@ -56,7 +56,9 @@ async def test_a_broker_outage_is_logged_once_and_the_backlog_goes_out_after_it(
         await proxy.stop()
 
     records = [json.loads(line) for line in log_path.read_text().splitlines() if line.startswith("{")]
-    errors = [r["message"] for r in records if r["level"] in ("ERROR", "CRITICAL")]
+    # Rows other tests left in the shared outbox name tenants with no route in this test's vhost: each is
+    # refused (and logged once) under its own tenant; this test counts what the outage logged.
+    errors = [r["message"] for r in records if r["level"] in ("ERROR", "CRITICAL") and r["tenant_id"] in (None, tenant)]
     assert 1 <= len(errors) <= 3, errors
     assert sum("Traceback" in line for line in log_path.read_text().splitlines()) <= 3
     said = [r["message"] for r in records if r["logger"].startswith("remit.")]

@@ -39,10 +39,15 @@ async def test_a_pain001_is_submitted_and_its_pain002_written(
     assert xsd_errors(report.read_bytes(), "pain.002.001.03") == []
     assert read_pain002(report.read_bytes()).original_message_id == "GLX-20250501-PAY-001"
 
+    someone_else = await fresh_tenant(uow_factory)
     code, out = await remit(
-        service_env.env(), "report", batch, "--tenant", "someone-else", "--out", str(tmp_path / "x")
+        service_env.env(COLUMNS="200"), "report", batch, "--tenant", someone_else, "--out", str(tmp_path / "x")
     )
-    assert (code, f"no batch {batch!r}" in out, (tmp_path / "x").exists()) == (2, True, False)
+    assert (
+        code,
+        f"{batch!r} is not a batch of tenant {someone_else}" in " ".join(out.split()),
+        (tmp_path / "x").exists(),
+    ) == (2, True, False), out
 
 
 async def test_the_format_is_told_by_content_or_named(
