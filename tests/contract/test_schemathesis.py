@@ -55,10 +55,6 @@ checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "403", "404",
     )
     + """
 [[operations]]
-include-path-regex = "^/admin/tenants/[{]tenant_id[}]"
-checks.use_after_free.enabled = false
-
-[[operations]]
 include-path = "/v1/batches"
 include-method = "POST"
 checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "403", "404", "409", "422", "429"]
@@ -146,6 +142,11 @@ def schemathesis(
         f"{base}/openapi.json",
         "--checks",
         "all",
+        # The API's only DELETE is the first phase of a two-phase tenant deletion (the tenant drains and its
+        # record is kept): the tenant is there afterwards by design. The per-operation switch below does not
+        # reach the stateful phase's links (seen: ST301 on GET .../deletion), so the check is off here.
+        "--exclude-checks",
+        "use_after_free",
         "--phases",
         "examples,coverage,fuzzing,stateful",
         "--max-examples",

@@ -242,7 +242,8 @@ async def test_filters_naming_unknown_values_are_refused_without_showing_other_t
     for path in ("/v1/dead-letters", "/v1/dead-letters/stats", "/v1/dead-letters/audit"):
         wrong = await client.get(path, params={"tenant": typo}, headers=as_admin)
         assert wrong.status_code == 422, path
-        assert f"tenant {typo!r} is not a tenant; did you mean {b!r}?" in str(wrong.json()), path
+        # b first: the closest; others may follow ("or ...") when the session database holds many tenants
+        assert f"tenant {typo!r} is not a tenant; did you mean {b!r}" in str(wrong.json()), path
     replay = await client.post(
         "/v1/dead-letters/replay", headers=as_admin, json={"filter": {"batch": "no-such-batch"}, "dry_run": True}
     )

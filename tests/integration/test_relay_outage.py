@@ -4,6 +4,7 @@ through a TCP proxy the test cuts."""
 
 import asyncio
 import json
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -59,8 +60,13 @@ async def test_a_broker_outage_is_logged_once_and_the_backlog_goes_out_after_it(
     # Rows other tests left in the shared outbox name tenants with no route in this test's vhost: each is
     # refused (and logged once) under its own tenant; this test counts what the outage logged.
     errors = [r["message"] for r in records if r["level"] in ("ERROR", "CRITICAL") and r["tenant_id"] in (None, tenant)]
-    assert 1 <= len(errors) <= 3, errors
-    assert sum("Traceback" in line for line in log_path.read_text().splitlines()) <= 3
+    # One ERROR per thing that failed (the connection, the relay cycle), each at most once more when it
+    # relapses while the connection's channels are restored (seen on a loaded machine: the cycle's channel
+    # still closed just after the connection came back). Logging every try would be 6+ per thing in 20 s.
+    by_what = Counter(message.split(" failed: ", 1)[0] for message in errors)
+    assert 1 <= len(errors) <= 4, "\n".join(errors)
+    assert max(by_what.values()) <= 2, "\n".join(errors)
+    assert sum("Traceback" in line for line in log_path.read_text().splitlines()) <= len(errors)
     said = [r["message"] for r in records if r["logger"].startswith("remit.")]
     assert any(m.startswith("RabbitMQ connection failed: ") for m in said), said
     assert any(m.startswith("RabbitMQ connection works again after") for m in said), said

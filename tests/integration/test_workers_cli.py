@@ -62,4 +62,4 @@ async def test_status_of_an_unknown_tenant_is_an_error_with_a_did_you_mean(
     typo = tenant[:-1] + ("x" if tenant[-1] != "x" else "y")
     code, out = await remit(service_env.env(), "workers", "status", "--tenant", typo)
     assert code == 2, out
-    assert f"--tenant {typo!r} is not a tenant; did you mean {tenant!r}?" in " ".join(out.split())
+    assert f"--tenant {typo!r} is not a tenant; did you mean {tenant!r}" in " ".join(out.split())
