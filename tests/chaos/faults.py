@@ -153,12 +153,21 @@ async def terminate_backends(database: str) -> int:
         await admin.close()
 
 
-def close_vhost_connections(vhost: str) -> int:
-    """Force-close every AMQP connection of `vhost` through the management API (the broker stays up)."""
+def close_vhost_connections(vhost: str, listed_within: float = 15.0) -> int:
+    """Force-close every AMQP connection of `vhost` through the management API (the broker stays up).
+
+    The management API lists a connection only after its first statistics event (seconds after it opened, more
+    on a loaded machine): right after a restart the list can be empty although remit is connected, so it is
+    read again until it names one, for up to `listed_within` seconds."""
+    deadline = time.monotonic() + listed_within
     with httpx.Client(base_url=MANAGEMENT_URL, auth=MANAGEMENT_AUTH, timeout=10) as client:
-        response = client.get(f"/api/vhosts/{quote(vhost, safe='')}/connections")
-        response.raise_for_status()
-        names = [c["name"] for c in response.json()]
+        while True:
+            response = client.get(f"/api/vhosts/{quote(vhost, safe='')}/connections")
+            response.raise_for_status()
+            names = [c["name"] for c in response.json()]
+            if names or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
         for name in names:
             client.delete(f"/api/connections/{quote(name, safe='')}", headers={"X-Reason": "chaos rig"})
     return len(names)
