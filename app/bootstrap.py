@@ -162,6 +162,7 @@ def build_consumer(
         after_commit=after_commit,
         observe=metrics.observe_stage,
         after_core=after_core,
+        concurrency=settings.commit_flushes,
     )
     failures = FailureRouter(
         uow_factory,

@@ -96,6 +96,12 @@ class Settings(BaseSettings):
         description="Workers (AMQP consumers) per tier pool; a dedicated queue gets the enterprise size.",
     )
     commit_batch_max: PositiveInt = Field(default=256, description="Most messages committed in one transaction.")
+    commit_flushes: PositiveInt = Field(
+        default=1,
+        description="Group commits in flight at once (flushers on the one queue). With an external core a flush "
+        "mostly waits for the core's answer; more overlaps those waits. Needs database connections: flushes x "
+        "tenants per flush.",
+    )
     max_message_bytes: PositiveInt = Field(
         default=64 * 1024,
         description="The consumer's hard cap on a body, whatever a tenant's own limit says: a bigger body is cut "
