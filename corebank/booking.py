@@ -3,7 +3,7 @@
 Claim every key (advisory locks: a key another request is booking is a conflict, not a wait), answer the
 recorded keys from their record, lock every account the rest touch in account_id order (concurrent batches
 then never deadlock), decide each transfer in request order against running balances, and write the outcomes,
-the postings and the balances with one statement each.
+the postings and the balances in one statement.
 """
 
 from collections.abc import Sequence
@@ -115,40 +115,39 @@ _TRANSFER_COLUMNS = {
     column: "bigint" if column == "amount_cents" else "text"
     for column in ("idempotency_key", "status", "reason", "party", *TransferRequest.model_fields)
 }
-# One statement per table, one array per column: a batch of 256 costs three round trips, not 768.
-_INSERT_TRANSFERS = text(
+# One statement for the three tables (data-modifying CTEs), one array per column: a batch of any size costs
+# one round trip to write. The postings name their transfer by key; the transfers' insert returns the ids.
+_WRITE = text(
     f"""
-    INSERT INTO transfers ({", ".join(_TRANSFER_COLUMNS)}, txid)
-    SELECT {", ".join(_TRANSFER_COLUMNS)}, pg_current_xact_id()::text::bigint
-    FROM unnest({", ".join(f"CAST(:{c} AS {t}[])" for c, t in _TRANSFER_COLUMNS.items())})
-        WITH ORDINALITY AS t({", ".join(_TRANSFER_COLUMNS)}, n)
-    ORDER BY n
-    RETURNING idempotency_key, transfer_id, recorded_at
-    """
-)
-_INSERT_POSTINGS = text(
-    """
-    INSERT INTO journal (transfer_id, account_id, side, amount_cents, currency)
-    SELECT * FROM unnest(CAST(:transfer_ids AS bigint[]), CAST(:account_ids AS bigint[]), CAST(:sides AS text[]),
-                         CAST(:amounts AS bigint[]), CAST(:currencies AS text[]))
-    """
-)
-_UPDATE_BALANCES = text(
-    """
-    UPDATE accounts a SET balance_cents = a.balance_cents + d.delta
-    FROM unnest(CAST(:account_ids AS bigint[]), CAST(:deltas AS bigint[])) AS d(account_id, delta)
-    WHERE a.account_id = d.account_id
+    WITH t AS (
+        INSERT INTO transfers ({", ".join(_TRANSFER_COLUMNS)}, txid)
+        SELECT {", ".join(_TRANSFER_COLUMNS)}, pg_current_xact_id()::text::bigint
+        FROM unnest({", ".join(f"CAST(:{c} AS {t}[])" for c, t in _TRANSFER_COLUMNS.items())})
+            WITH ORDINALITY AS t({", ".join(_TRANSFER_COLUMNS)}, n)
+        ORDER BY n
+        RETURNING idempotency_key, transfer_id, recorded_at
+    ), postings AS (
+        INSERT INTO journal (transfer_id, account_id, side, amount_cents, currency)
+        SELECT t.transfer_id, p.account_id, p.side, p.amount_cents, p.currency
+        FROM unnest(CAST(:posting_keys AS text[]), CAST(:account_ids AS bigint[]), CAST(:sides AS text[]),
+                    CAST(:amounts AS bigint[]), CAST(:currencies AS text[]))
+            WITH ORDINALITY AS p(idempotency_key, account_id, side, amount_cents, currency, n)
+        JOIN t ON t.idempotency_key = p.idempotency_key
+        ORDER BY p.n
+    ), balances AS (
+        UPDATE accounts a SET balance_cents = a.balance_cents + d.delta
+        FROM unnest(CAST(:delta_accounts AS bigint[]), CAST(:deltas AS bigint[])) AS d(account_id, delta)
+        WHERE a.account_id = d.account_id
+    )
+    SELECT idempotency_key, transfer_id, recorded_at FROM t
     """
 )
 
 
 async def _write(conn: AsyncConnection, decisions: list[_Decision]) -> list[Outcome]:
-    rows = await conn.execute(_INSERT_TRANSFERS, _transfer_columns(decisions))
-    ids = {r.idempotency_key: (r.transfer_id, r.recorded_at) for r in rows}
     booked = [_Booked(d.transfer, *d.sides) for d in decisions if d.sides is not None]
-    if booked:
-        await conn.execute(_INSERT_POSTINGS, _postings(booked, ids))
-        await conn.execute(_UPDATE_BALANCES, _deltas(booked))
+    rows = await conn.execute(_WRITE, {**_transfer_columns(decisions), **_postings(booked), **_deltas(booked)})
+    ids = {r.idempotency_key: (r.transfer_id, r.recorded_at) for r in rows}
     return [_outcome(d, *ids[d.transfer.idempotency_key]) for d in decisions]
 
 
@@ -163,13 +162,13 @@ def _transfer_columns(decisions: list[_Decision]) -> dict[str, list[object]]:
     return columns
 
 
-def _postings(booked: list[_Booked], ids: dict[str, tuple[int, datetime]]) -> dict[str, list[object]]:
+def _postings(booked: list[_Booked]) -> dict[str, list[object]]:
     columns: dict[str, list[object]] = {
-        c: [] for c in ("transfer_ids", "account_ids", "sides", "amounts", "currencies")
+        c: [] for c in ("posting_keys", "account_ids", "sides", "amounts", "currencies")
     }
     for d in booked:
         for side, holding in (("debit", d.debtor), ("credit", d.creditor)):
-            columns["transfer_ids"].append(ids[d.transfer.idempotency_key][0])
+            columns["posting_keys"].append(d.transfer.idempotency_key)
             columns["account_ids"].append(holding.account_id)
             columns["sides"].append(side)
             columns["amounts"].append(d.transfer.amount_cents)
@@ -182,7 +181,7 @@ def _deltas(booked: list[_Booked]) -> dict[str, list[int]]:
     for d in booked:
         deltas[d.debtor.account_id] = deltas.get(d.debtor.account_id, 0) - d.transfer.amount_cents
         deltas[d.creditor.account_id] = deltas.get(d.creditor.account_id, 0) + d.transfer.amount_cents
-    return {"account_ids": list(deltas), "deltas": list(deltas.values())}
+    return {"delta_accounts": list(deltas), "deltas": list(deltas.values())}
 
 
 def _outcome(d: _Decision, transfer_id: int, recorded_at: datetime) -> Outcome:
