@@ -148,8 +148,10 @@ class Consumer:
 async def consumer(env: r.BenchEnv, args: argparse.Namespace, core: CoreBank | None) -> AsyncIterator[Consumer]:
     """remit's consumer as its own process on a free port, booking into `core` (or the in-process ledger)."""
     extra = {"REMIT_PREFETCH": str(args.prefetch), "REMIT_COMMIT_BATCH_MAX": str(args.commit_batch_max)}
-    if args.commit_flushes:  # both variants: it is remit's setting, the ledger may gain from it too
-        extra["REMIT_COMMIT_FLUSHES"] = str(args.commit_flushes)
+    # remit's setting, per variant: the reference is the ledger at its own best setting, not the core's
+    flushes = args.commit_flushes if core is not None else args.ledger_commit_flushes or args.commit_flushes
+    if flushes:
+        extra["REMIT_COMMIT_FLUSHES"] = str(flushes)
     if core is not None:
         extra["REMIT_CORE_BANKING_URL"] = core.url
         extra["REMIT_CORE_BANKING_POOL_SIZE"] = str(args.core_pool)
@@ -463,16 +465,19 @@ def report(args: argparse.Namespace, res: Results, machine: str) -> str:
         f"--prefetch {args.prefetch} --commit-batch-max {args.commit_batch_max} --core-pool {args.core_pool} "
         f"--core-parallel {args.core_parallel}"
         + (f" --commit-flushes {args.commit_flushes}" if args.commit_flushes else "")
+        + (f" --ledger-commit-flushes {args.ledger_commit_flushes}" if args.ledger_commit_flushes else "")
         + (" --profile" if args.profile else "")
     )
-    flushes = args.commit_flushes or Settings.model_fields["commit_flushes"].default
+    default = Settings.model_fields["commit_flushes"].default
+    flushes = args.commit_flushes or default
+    ledger_flushes = args.ledger_commit_flushes or flushes
     return f"""{machine}
 
 `{command}`: {args.messages:,} payments per round published straight to remit's `payments` exchange
 (confirmed, persistent; not through the outbox relay, which is the same in both variants and measured by
 bench/relay_bench.py), spread over {args.debtors} debtor -> creditor account pairs, drained by the real
 consumer (`faststream run app.main:app`, enterprise pool, prefetch {args.prefetch}, commit batch max
-{args.commit_batch_max}, {flushes} flush(es) in flight)
+{args.commit_batch_max}, flushes in flight: {ledger_flushes} for (a), {flushes} for (b))
 booking (a) `ledger`: into remit's in-process ledger, (b) `core`: into the reference
 core (`python -m corebank serve`, its own process and database, {args.core_pool} pooled HTTP connections from
 remit, each flush sent as {args.core_parallel} request(s) side by side) over loopback. Drains are timed
@@ -526,8 +531,9 @@ def main() -> None:
     parser.add_argument("--commit-batch-max", type=int, default=256)
     parser.add_argument("--core-pool", type=int, default=10, help="REMIT_CORE_BANKING_POOL_SIZE (default 10)")
     parser.add_argument("--core-parallel", type=int, default=1, help="REMIT_CORE_BANKING_PARALLEL_REQUESTS (default 1)")
+    parser.add_argument("--commit-flushes", type=int, default=0, help="REMIT_COMMIT_FLUSHES (default: remit's)")
     parser.add_argument(
-        "--commit-flushes", type=int, default=0, help="REMIT_COMMIT_FLUSHES for both variants (default: remit's)"
+        "--ledger-commit-flushes", type=int, default=0, help="REMIT_COMMIT_FLUSHES for (a) (default: --commit-flushes)"
     )
     parser.add_argument("--core-db-pool", type=int, default=0, help="COREBANK_POOL_SIZE (default: the core's)")
     parser.add_argument("--profile", action="store_true", help="one more drain of each variant under py-spy")
