@@ -1,9 +1,11 @@
 """Book a batch of transfers in the caller's transaction.
 
-Claim every key (advisory locks: a key another request is booking is a conflict, not a wait), answer the
-recorded keys from their record, lock every account the rest touch in account_id order (concurrent batches
-then never deadlock), decide each transfer in request order against running balances, and write the outcomes,
-the postings and the balances in one statement.
+Claim every key (advisory locks: a key another request is booking is a conflict, not a wait) and, in the
+same statement, lock every account the claimed keys' transfers touch in account_id order (concurrent batches
+then never deadlock); answer the recorded keys from their record (read after the claim, in a statement of its
+own: its snapshot must be younger than the locks, or a booking committed meanwhile would be missed); decide
+each transfer in request order against running balances, and write the outcomes, the postings and the
+balances in one statement. Four round trips to PostgreSQL with BEGIN and COMMIT, whatever the batch's size.
 """
 
 from collections.abc import Sequence
@@ -47,10 +49,10 @@ class _Booked:
 
 async def book(conn: AsyncConnection, batch: Sequence[BatchTransfer]) -> list[Outcome]:
     """One outcome per transfer, in order. The caller commits."""
-    busy = await keys.claim(conn, [t.idempotency_key for t in batch])
+    busy, accounts = await _claim_and_lock(conn, batch)
     earlier = await recorded(conn, [t.idempotency_key for t in batch if t.idempotency_key not in busy])
     fresh = [t for t in batch if t.idempotency_key not in busy and t.idempotency_key not in earlier]
-    new = await _book_fresh(conn, fresh) if fresh else {}
+    new = await _book_fresh(conn, fresh, accounts) if fresh else {}
     return [_answer(t, busy, earlier, new) for t in batch]
 
 
@@ -64,29 +66,56 @@ def _answer(t: BatchTransfer, busy: set[str], earlier: dict[str, Recorded], new:
     return new[key]
 
 
-async def _book_fresh(conn: AsyncConnection, fresh: list[BatchTransfer]) -> dict[str, Outcome]:
-    accounts = await _lock_accounts(conn, fresh)
+async def _book_fresh(conn: AsyncConnection, fresh: list[BatchTransfer], accounts: _Accounts) -> dict[str, Outcome]:
     decisions = [_decide(t, accounts) for t in fresh]
     written = await _write(conn, decisions)
     return {o.key: o for o in written}
 
 
-_LOCK = text(
-    """
-    SELECT a.account_id, a.bsb, a.account_number, a.currency, a.status, a.balance_cents
-    FROM accounts a
-    WHERE (a.bsb, a.account_number) IN (SELECT * FROM unnest(CAST(:bsbs AS text[]), CAST(:numbers AS text[])))
-    ORDER BY a.account_id
-    FOR UPDATE OF a
+# The claim is materialized once (each key's try-lock runs exactly once); the accounts of the claimed keys'
+# transfers (a replay's too: harmless, it is answered from its record) are locked in account_id order. The
+# busy keys ride on every row, and on a row of NULL accounts when nothing is to be locked.
+_CLAIM_AND_LOCK = text(
+    f"""
+    WITH claimed AS MATERIALIZED (
+        SELECT c.*, {keys.TRY_CLAIM.format(key="c.k")} AS mine
+        FROM unnest(CAST(:keys AS text[]), CAST(:debtor_bsbs AS text[]), CAST(:debtor_numbers AS text[]),
+                    CAST(:creditor_bsbs AS text[]), CAST(:creditor_numbers AS text[]))
+            AS c(k, debtor_bsb, debtor_number, creditor_bsb, creditor_number)
+    ), busy AS (
+        SELECT coalesce(array_agg(k) FILTER (WHERE NOT mine), '{{}}') AS keys FROM claimed
+    )
+    SELECT busy.keys AS busy, a.* FROM busy LEFT JOIN LATERAL (
+        SELECT a.account_id, a.bsb, a.account_number, a.currency, a.status, a.balance_cents
+        FROM accounts a
+        WHERE (a.bsb, a.account_number) IN (
+            SELECT debtor_bsb, debtor_number FROM claimed WHERE mine
+            UNION SELECT creditor_bsb, creditor_number FROM claimed WHERE mine
+        )
+        ORDER BY a.account_id
+        FOR UPDATE OF a
+    ) a ON true
     """
 )
 
 
-async def _lock_accounts(conn: AsyncConnection, fresh: list[BatchTransfer]) -> _Accounts:
-    pairs = {(t.debtor_bsb, t.debtor_account) for t in fresh} | {(t.creditor_bsb, t.creditor_account) for t in fresh}
-    rows = await conn.execute(_LOCK, {"bsbs": [p[0] for p in pairs], "numbers": [p[1] for p in pairs]})
-    holdings = {(r.bsb, r.account_number, r.currency): _Holding(r.account_id, r.status, r.balance_cents) for r in rows}
-    return _Accounts(holdings, {(bsb, number) for bsb, number, _ in holdings})
+async def _claim_and_lock(conn: AsyncConnection, batch: Sequence[BatchTransfer]) -> tuple[set[str], _Accounts]:
+    params = {
+        "keys": [t.idempotency_key for t in batch],
+        "debtor_bsbs": [t.debtor_bsb for t in batch],
+        "debtor_numbers": [t.debtor_account for t in batch],
+        "creditor_bsbs": [t.creditor_bsb for t in batch],
+        "creditor_numbers": [t.creditor_account for t in batch],
+        "space": keys.SPACE,
+    }
+    rows = (await conn.execute(_CLAIM_AND_LOCK, params)).all()
+    busy = set(rows[0].busy)
+    holdings = {
+        (r.bsb, r.account_number, r.currency): _Holding(r.account_id, r.status, r.balance_cents)
+        for r in rows
+        if r.account_id is not None
+    }
+    return busy, _Accounts(holdings, {(bsb, number) for bsb, number, _ in holdings})
 
 
 def _decide(t: BatchTransfer, accounts: _Accounts) -> _Decision:
