@@ -162,7 +162,7 @@ def build_consumer(
         after_commit=after_commit,
         observe=metrics.observe_stage,
         after_core=after_core,
-        concurrency=settings.commit_flushes,
+        concurrency=settings.commit_flushes_in_use(),
     )
     failures = FailureRouter(
         uow_factory,

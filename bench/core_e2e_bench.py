@@ -56,7 +56,7 @@ from latency_bench import paced_publish, percentile, wait_ledger
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.messaging.topology import Topology
-from app.settings import Settings
+from app.settings import EXTERNAL_CORE_FLUSHES
 from tests.utils.corebank import Acct, CoreBank, create_corebank_database, open_account, start_corebank, wait_ready
 from tests.utils.factories import make_wire_dict
 from tests.utils.services import drop_database, free_port
@@ -468,9 +468,8 @@ def report(args: argparse.Namespace, res: Results, machine: str) -> str:
         + (f" --ledger-commit-flushes {args.ledger_commit_flushes}" if args.ledger_commit_flushes else "")
         + (" --profile" if args.profile else "")
     )
-    default = Settings.model_fields["commit_flushes"].default
-    flushes = args.commit_flushes or default
-    ledger_flushes = args.ledger_commit_flushes or flushes
+    flushes = args.commit_flushes or EXTERNAL_CORE_FLUSHES
+    ledger_flushes = args.ledger_commit_flushes or args.commit_flushes or 1
     return f"""{machine}
 
 `{command}`: {args.messages:,} payments per round published straight to remit's `payments` exchange
@@ -531,9 +530,14 @@ def main() -> None:
     parser.add_argument("--commit-batch-max", type=int, default=256)
     parser.add_argument("--core-pool", type=int, default=10, help="REMIT_CORE_BANKING_POOL_SIZE (default 10)")
     parser.add_argument("--core-parallel", type=int, default=1, help="REMIT_CORE_BANKING_PARALLEL_REQUESTS (default 1)")
-    parser.add_argument("--commit-flushes", type=int, default=0, help="REMIT_COMMIT_FLUSHES (default: remit's)")
     parser.add_argument(
-        "--ledger-commit-flushes", type=int, default=0, help="REMIT_COMMIT_FLUSHES for (a) (default: --commit-flushes)"
+        "--commit-flushes", type=int, default=0, help="REMIT_COMMIT_FLUSHES for (b) (default: remit's, 4 with a core)"
+    )
+    parser.add_argument(
+        "--ledger-commit-flushes",
+        type=int,
+        default=0,
+        help="REMIT_COMMIT_FLUSHES for (a) (default: --commit-flushes, else remit's, 1 with the ledger)",
     )
     parser.add_argument("--core-db-pool", type=int, default=0, help="COREBANK_POOL_SIZE (default: the core's)")
     parser.add_argument("--profile", action="store_true", help="one more drain of each variant under py-spy")
