@@ -14,7 +14,7 @@ from sqlalchemy.engine import make_url
 from app.payment_rules import INGRESS_CHECKS
 from contracts.message import MAX_TTL_SECONDS
 
-EXTERNAL_CORE_FLUSHES = 4  # the default flushes in flight with an external core (bench/core_e2e_bench.py)
+EXTERNAL_CORE_FLUSHES = 8  # the default flushes in flight with an external core (bench/core_e2e_bench.py)
 
 
 class Settings(BaseSettings):
@@ -101,9 +101,10 @@ class Settings(BaseSettings):
     commit_flushes: PositiveInt | None = Field(
         default=None,
         description="Group commits in flight at once (flushers on the one queue). Unset: 1 with the embedded "
-        "ledger (its flush is CPU, more only adds transactions), 4 with an external core (a flush mostly waits "
+        "ledger (its flush is CPU, more only adds transactions), 8 with an external core (a flush mostly waits "
         'for the core\'s answer; more overlap those waits; measured in docs/benchmarks.md, "External core"). '
-        "Each flush in flight holds a database connection per tenant in it.",
+        "Each flush in flight holds a database connection per tenant in it (the consumer's pool is at least "
+        "2 x this), and an HTTP connection to the core (keep core_banking_pool_size at least this).",
     )
 
     def commit_flushes_in_use(self) -> int:

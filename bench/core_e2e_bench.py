@@ -531,7 +531,7 @@ def main() -> None:
     parser.add_argument("--core-pool", type=int, default=10, help="REMIT_CORE_BANKING_POOL_SIZE (default 10)")
     parser.add_argument("--core-parallel", type=int, default=1, help="REMIT_CORE_BANKING_PARALLEL_REQUESTS (default 1)")
     parser.add_argument(
-        "--commit-flushes", type=int, default=0, help="REMIT_COMMIT_FLUSHES for (b) (default: remit's, 4 with a core)"
+        "--commit-flushes", type=int, default=0, help="REMIT_COMMIT_FLUSHES for (b) (default: remit's, 8 with a core)"
     )
     parser.add_argument(
         "--ledger-commit-flushes",
