@@ -162,6 +162,7 @@ def build_consumer(
         after_commit=after_commit,
         observe=metrics.observe_stage,
         after_core=after_core,
+        concurrency=settings.commit_flushes_in_use(),
     )
     failures = FailureRouter(
         uow_factory,
@@ -214,8 +215,10 @@ async def running_consumer(settings: Settings, ports: Ports) -> AsyncIterator[Ru
     """The consumer, consuming; on exit the workers settle what they hold (ack after commit, bounded in time),
     then the committer, the connection and the engines stop, in that order."""
     metrics = ports.metrics or Metrics()
+    # Each flush in flight holds a connection per tenant in it: the pool grows with the flushes (10 at 1-5).
+    pool_size = max(10, 2 * settings.commit_flushes_in_use())
     async with (
-        open_database(settings) as database,
+        open_database(settings, pool_size) as database,
         open_broker(settings, "remit-consumer") as broker,
         core_link(settings, ports, metrics.observe_core) as core,
     ):

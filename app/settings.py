@@ -14,6 +14,8 @@ from sqlalchemy.engine import make_url
 from app.payment_rules import INGRESS_CHECKS
 from contracts.message import MAX_TTL_SECONDS
 
+EXTERNAL_CORE_FLUSHES = 8  # the default flushes in flight with an external core (bench/core_e2e_bench.py)
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="REMIT_", env_file=".env", extra="ignore", populate_by_name=True)
@@ -96,6 +98,20 @@ class Settings(BaseSettings):
         description="Workers (AMQP consumers) per tier pool; a dedicated queue gets the enterprise size.",
     )
     commit_batch_max: PositiveInt = Field(default=256, description="Most messages committed in one transaction.")
+    commit_flushes: PositiveInt | None = Field(
+        default=None,
+        description="Group commits in flight at once (flushers on the one queue). Unset: 1 with the embedded "
+        "ledger (its flush is CPU, more only adds transactions), 8 with an external core (a flush mostly waits "
+        'for the core\'s answer; more overlap those waits; measured in docs/benchmarks.md, "External core"). '
+        "Each flush in flight holds a database connection per tenant in it (the consumer's pool is at least "
+        "2 x this), and an HTTP connection to the core (keep core_banking_pool_size at least this).",
+    )
+
+    def commit_flushes_in_use(self) -> int:
+        if self.commit_flushes is not None:
+            return self.commit_flushes
+        return EXTERNAL_CORE_FLUSHES if self.core_banking_url else 1
+
     max_message_bytes: PositiveInt = Field(
         default=64 * 1024,
         description="The consumer's hard cap on a body, whatever a tenant's own limit says: a bigger body is cut "

@@ -56,6 +56,7 @@ from latency_bench import paced_publish, percentile, wait_ledger
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.messaging.topology import Topology
+from app.settings import EXTERNAL_CORE_FLUSHES
 from tests.utils.corebank import Acct, CoreBank, create_corebank_database, open_account, start_corebank, wait_ready
 from tests.utils.factories import make_wire_dict
 from tests.utils.services import drop_database, free_port
@@ -147,6 +148,10 @@ class Consumer:
 async def consumer(env: r.BenchEnv, args: argparse.Namespace, core: CoreBank | None) -> AsyncIterator[Consumer]:
     """remit's consumer as its own process on a free port, booking into `core` (or the in-process ledger)."""
     extra = {"REMIT_PREFETCH": str(args.prefetch), "REMIT_COMMIT_BATCH_MAX": str(args.commit_batch_max)}
+    # remit's setting, per variant: the reference is the ledger at its own best setting, not the core's
+    flushes = args.commit_flushes if core is not None else args.ledger_commit_flushes or args.commit_flushes
+    if flushes:
+        extra["REMIT_COMMIT_FLUSHES"] = str(flushes)
     if core is not None:
         extra["REMIT_CORE_BANKING_URL"] = core.url
         extra["REMIT_CORE_BANKING_POOL_SIZE"] = str(args.core_pool)
@@ -458,15 +463,21 @@ def report(args: argparse.Namespace, res: Results, machine: str) -> str:
         f".venv/bin/python bench/core_e2e_bench.py --messages {args.messages} --runs {args.runs} "
         f"--debtors {args.debtors} --seconds {args.seconds} --latency-runs {args.latency_runs} "
         f"--prefetch {args.prefetch} --commit-batch-max {args.commit_batch_max} --core-pool {args.core_pool} "
-        f"--core-parallel {args.core_parallel}" + (" --profile" if args.profile else "")
+        f"--core-parallel {args.core_parallel}"
+        + (f" --commit-flushes {args.commit_flushes}" if args.commit_flushes else "")
+        + (f" --ledger-commit-flushes {args.ledger_commit_flushes}" if args.ledger_commit_flushes else "")
+        + (" --profile" if args.profile else "")
     )
+    flushes = args.commit_flushes or EXTERNAL_CORE_FLUSHES
+    ledger_flushes = args.ledger_commit_flushes or args.commit_flushes or 1
     return f"""{machine}
 
 `{command}`: {args.messages:,} payments per round published straight to remit's `payments` exchange
 (confirmed, persistent; not through the outbox relay, which is the same in both variants and measured by
 bench/relay_bench.py), spread over {args.debtors} debtor -> creditor account pairs, drained by the real
 consumer (`faststream run app.main:app`, enterprise pool, prefetch {args.prefetch}, commit batch max
-{args.commit_batch_max}) booking (a) `ledger`: into remit's in-process ledger, (b) `core`: into the reference
+{args.commit_batch_max}, flushes in flight: {ledger_flushes} for (a), {flushes} for (b))
+booking (a) `ledger`: into remit's in-process ledger, (b) `core`: into the reference
 core (`python -m corebank serve`, its own process and database, {args.core_pool} pooled HTTP connections from
 remit, each flush sent as {args.core_parallel} request(s) side by side) over loopback. Drains are timed
 from the first `ledger` row to the last; rounds interleaved, the
@@ -519,6 +530,15 @@ def main() -> None:
     parser.add_argument("--commit-batch-max", type=int, default=256)
     parser.add_argument("--core-pool", type=int, default=10, help="REMIT_CORE_BANKING_POOL_SIZE (default 10)")
     parser.add_argument("--core-parallel", type=int, default=1, help="REMIT_CORE_BANKING_PARALLEL_REQUESTS (default 1)")
+    parser.add_argument(
+        "--commit-flushes", type=int, default=0, help="REMIT_COMMIT_FLUSHES for (b) (default: remit's, 8 with a core)"
+    )
+    parser.add_argument(
+        "--ledger-commit-flushes",
+        type=int,
+        default=0,
+        help="REMIT_COMMIT_FLUSHES for (a) (default: --commit-flushes, else remit's, 1 with the ledger)",
+    )
     parser.add_argument("--core-db-pool", type=int, default=0, help="COREBANK_POOL_SIZE (default: the core's)")
     parser.add_argument("--profile", action="store_true", help="one more drain of each variant under py-spy")
     parser.add_argument("--quick", action="store_true", help="2,000 payments, 1 round, 5 s of latency")

@@ -1,9 +1,11 @@
 """Book a batch of transfers in the caller's transaction.
 
-Claim every key (advisory locks: a key another request is booking is a conflict, not a wait), answer the
-recorded keys from their record, lock every account the rest touch in account_id order (concurrent batches
-then never deadlock), decide each transfer in request order against running balances, and write the outcomes,
-the postings and the balances with one statement each.
+Claim every key (advisory locks: a key another request is booking is a conflict, not a wait) and, in the
+same statement, lock every account the claimed keys' transfers touch in account_id order (concurrent batches
+then never deadlock); answer the recorded keys from their record (read after the claim, in a statement of its
+own: its snapshot must be younger than the locks, or a booking committed meanwhile would be missed); decide
+each transfer in request order against running balances, and write the outcomes, the postings and the
+balances in one statement. Four round trips to PostgreSQL with BEGIN and COMMIT, whatever the batch's size.
 """
 
 from collections.abc import Sequence
@@ -47,10 +49,10 @@ class _Booked:
 
 async def book(conn: AsyncConnection, batch: Sequence[BatchTransfer]) -> list[Outcome]:
     """One outcome per transfer, in order. The caller commits."""
-    busy = await keys.claim(conn, [t.idempotency_key for t in batch])
+    busy, accounts = await _claim_and_lock(conn, batch)
     earlier = await recorded(conn, [t.idempotency_key for t in batch if t.idempotency_key not in busy])
     fresh = [t for t in batch if t.idempotency_key not in busy and t.idempotency_key not in earlier]
-    new = await _book_fresh(conn, fresh) if fresh else {}
+    new = await _book_fresh(conn, fresh, accounts) if fresh else {}
     return [_answer(t, busy, earlier, new) for t in batch]
 
 
@@ -64,29 +66,56 @@ def _answer(t: BatchTransfer, busy: set[str], earlier: dict[str, Recorded], new:
     return new[key]
 
 
-async def _book_fresh(conn: AsyncConnection, fresh: list[BatchTransfer]) -> dict[str, Outcome]:
-    accounts = await _lock_accounts(conn, fresh)
+async def _book_fresh(conn: AsyncConnection, fresh: list[BatchTransfer], accounts: _Accounts) -> dict[str, Outcome]:
     decisions = [_decide(t, accounts) for t in fresh]
     written = await _write(conn, decisions)
     return {o.key: o for o in written}
 
 
-_LOCK = text(
-    """
-    SELECT a.account_id, a.bsb, a.account_number, a.currency, a.status, a.balance_cents
-    FROM accounts a
-    WHERE (a.bsb, a.account_number) IN (SELECT * FROM unnest(CAST(:bsbs AS text[]), CAST(:numbers AS text[])))
-    ORDER BY a.account_id
-    FOR UPDATE OF a
+# The claim is materialized once (each key's try-lock runs exactly once); the accounts of the claimed keys'
+# transfers (a replay's too: harmless, it is answered from its record) are locked in account_id order. The
+# busy keys ride on every row, and on a row of NULL accounts when nothing is to be locked.
+_CLAIM_AND_LOCK = text(
+    f"""
+    WITH claimed AS MATERIALIZED (
+        SELECT c.*, {keys.TRY_CLAIM.format(key="c.k")} AS mine
+        FROM unnest(CAST(:keys AS text[]), CAST(:debtor_bsbs AS text[]), CAST(:debtor_numbers AS text[]),
+                    CAST(:creditor_bsbs AS text[]), CAST(:creditor_numbers AS text[]))
+            AS c(k, debtor_bsb, debtor_number, creditor_bsb, creditor_number)
+    ), busy AS (
+        SELECT coalesce(array_agg(k) FILTER (WHERE NOT mine), '{{}}') AS keys FROM claimed
+    )
+    SELECT busy.keys AS busy, a.* FROM busy LEFT JOIN LATERAL (
+        SELECT a.account_id, a.bsb, a.account_number, a.currency, a.status, a.balance_cents
+        FROM accounts a
+        WHERE (a.bsb, a.account_number) IN (
+            SELECT debtor_bsb, debtor_number FROM claimed WHERE mine
+            UNION SELECT creditor_bsb, creditor_number FROM claimed WHERE mine
+        )
+        ORDER BY a.account_id
+        FOR UPDATE OF a
+    ) a ON true
     """
 )
 
 
-async def _lock_accounts(conn: AsyncConnection, fresh: list[BatchTransfer]) -> _Accounts:
-    pairs = {(t.debtor_bsb, t.debtor_account) for t in fresh} | {(t.creditor_bsb, t.creditor_account) for t in fresh}
-    rows = await conn.execute(_LOCK, {"bsbs": [p[0] for p in pairs], "numbers": [p[1] for p in pairs]})
-    holdings = {(r.bsb, r.account_number, r.currency): _Holding(r.account_id, r.status, r.balance_cents) for r in rows}
-    return _Accounts(holdings, {(bsb, number) for bsb, number, _ in holdings})
+async def _claim_and_lock(conn: AsyncConnection, batch: Sequence[BatchTransfer]) -> tuple[set[str], _Accounts]:
+    params = {
+        "keys": [t.idempotency_key for t in batch],
+        "debtor_bsbs": [t.debtor_bsb for t in batch],
+        "debtor_numbers": [t.debtor_account for t in batch],
+        "creditor_bsbs": [t.creditor_bsb for t in batch],
+        "creditor_numbers": [t.creditor_account for t in batch],
+        "space": keys.SPACE,
+    }
+    rows = (await conn.execute(_CLAIM_AND_LOCK, params)).all()
+    busy = set(rows[0].busy)
+    holdings = {
+        (r.bsb, r.account_number, r.currency): _Holding(r.account_id, r.status, r.balance_cents)
+        for r in rows
+        if r.account_id is not None
+    }
+    return busy, _Accounts(holdings, {(bsb, number) for bsb, number, _ in holdings})
 
 
 def _decide(t: BatchTransfer, accounts: _Accounts) -> _Decision:
@@ -115,40 +144,39 @@ _TRANSFER_COLUMNS = {
     column: "bigint" if column == "amount_cents" else "text"
     for column in ("idempotency_key", "status", "reason", "party", *TransferRequest.model_fields)
 }
-# One statement per table, one array per column: a batch of 256 costs three round trips, not 768.
-_INSERT_TRANSFERS = text(
+# One statement for the three tables (data-modifying CTEs), one array per column: a batch of any size costs
+# one round trip to write. The postings name their transfer by key; the transfers' insert returns the ids.
+_WRITE = text(
     f"""
-    INSERT INTO transfers ({", ".join(_TRANSFER_COLUMNS)}, txid)
-    SELECT {", ".join(_TRANSFER_COLUMNS)}, pg_current_xact_id()::text::bigint
-    FROM unnest({", ".join(f"CAST(:{c} AS {t}[])" for c, t in _TRANSFER_COLUMNS.items())})
-        WITH ORDINALITY AS t({", ".join(_TRANSFER_COLUMNS)}, n)
-    ORDER BY n
-    RETURNING idempotency_key, transfer_id, recorded_at
-    """
-)
-_INSERT_POSTINGS = text(
-    """
-    INSERT INTO journal (transfer_id, account_id, side, amount_cents, currency)
-    SELECT * FROM unnest(CAST(:transfer_ids AS bigint[]), CAST(:account_ids AS bigint[]), CAST(:sides AS text[]),
-                         CAST(:amounts AS bigint[]), CAST(:currencies AS text[]))
-    """
-)
-_UPDATE_BALANCES = text(
-    """
-    UPDATE accounts a SET balance_cents = a.balance_cents + d.delta
-    FROM unnest(CAST(:account_ids AS bigint[]), CAST(:deltas AS bigint[])) AS d(account_id, delta)
-    WHERE a.account_id = d.account_id
+    WITH t AS (
+        INSERT INTO transfers ({", ".join(_TRANSFER_COLUMNS)}, txid)
+        SELECT {", ".join(_TRANSFER_COLUMNS)}, pg_current_xact_id()::text::bigint
+        FROM unnest({", ".join(f"CAST(:{c} AS {t}[])" for c, t in _TRANSFER_COLUMNS.items())})
+            WITH ORDINALITY AS t({", ".join(_TRANSFER_COLUMNS)}, n)
+        ORDER BY n
+        RETURNING idempotency_key, transfer_id, recorded_at
+    ), postings AS (
+        INSERT INTO journal (transfer_id, account_id, side, amount_cents, currency)
+        SELECT t.transfer_id, p.account_id, p.side, p.amount_cents, p.currency
+        FROM unnest(CAST(:posting_keys AS text[]), CAST(:account_ids AS bigint[]), CAST(:sides AS text[]),
+                    CAST(:amounts AS bigint[]), CAST(:currencies AS text[]))
+            WITH ORDINALITY AS p(idempotency_key, account_id, side, amount_cents, currency, n)
+        JOIN t ON t.idempotency_key = p.idempotency_key
+        ORDER BY p.n
+    ), balances AS (
+        UPDATE accounts a SET balance_cents = a.balance_cents + d.delta
+        FROM unnest(CAST(:delta_accounts AS bigint[]), CAST(:deltas AS bigint[])) AS d(account_id, delta)
+        WHERE a.account_id = d.account_id
+    )
+    SELECT idempotency_key, transfer_id, recorded_at FROM t
     """
 )
 
 
 async def _write(conn: AsyncConnection, decisions: list[_Decision]) -> list[Outcome]:
-    rows = await conn.execute(_INSERT_TRANSFERS, _transfer_columns(decisions))
-    ids = {r.idempotency_key: (r.transfer_id, r.recorded_at) for r in rows}
     booked = [_Booked(d.transfer, *d.sides) for d in decisions if d.sides is not None]
-    if booked:
-        await conn.execute(_INSERT_POSTINGS, _postings(booked, ids))
-        await conn.execute(_UPDATE_BALANCES, _deltas(booked))
+    rows = await conn.execute(_WRITE, {**_transfer_columns(decisions), **_postings(booked), **_deltas(booked)})
+    ids = {r.idempotency_key: (r.transfer_id, r.recorded_at) for r in rows}
     return [_outcome(d, *ids[d.transfer.idempotency_key]) for d in decisions]
 
 
@@ -163,13 +191,13 @@ def _transfer_columns(decisions: list[_Decision]) -> dict[str, list[object]]:
     return columns
 
 
-def _postings(booked: list[_Booked], ids: dict[str, tuple[int, datetime]]) -> dict[str, list[object]]:
+def _postings(booked: list[_Booked]) -> dict[str, list[object]]:
     columns: dict[str, list[object]] = {
-        c: [] for c in ("transfer_ids", "account_ids", "sides", "amounts", "currencies")
+        c: [] for c in ("posting_keys", "account_ids", "sides", "amounts", "currencies")
     }
     for d in booked:
         for side, holding in (("debit", d.debtor), ("credit", d.creditor)):
-            columns["transfer_ids"].append(ids[d.transfer.idempotency_key][0])
+            columns["posting_keys"].append(d.transfer.idempotency_key)
             columns["account_ids"].append(holding.account_id)
             columns["sides"].append(side)
             columns["amounts"].append(d.transfer.amount_cents)
@@ -182,7 +210,7 @@ def _deltas(booked: list[_Booked]) -> dict[str, list[int]]:
     for d in booked:
         deltas[d.debtor.account_id] = deltas.get(d.debtor.account_id, 0) - d.transfer.amount_cents
         deltas[d.creditor.account_id] = deltas.get(d.creditor.account_id, 0) + d.transfer.amount_cents
-    return {"account_ids": list(deltas), "deltas": list(deltas.values())}
+    return {"delta_accounts": list(deltas), "deltas": list(deltas.values())}
 
 
 def _outcome(d: _Decision, transfer_id: int, recorded_at: datetime) -> Outcome:

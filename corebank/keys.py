@@ -7,14 +7,11 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 # The seed of hashtextextended: the core's own space of 64-bit advisory lock ids.
-_SPACE = 0x636F7265
+SPACE = 0x636F7265
+# Take a key's lock for this transaction without waiting: false when another running transaction holds it.
+# (corebank/booking.py claims a request's keys in the statement that locks its accounts.)
+TRY_CLAIM = "pg_try_advisory_xact_lock(hashtextextended({key}, :space))"
 
-_CLAIM = text(
-    """
-    SELECT k FROM unnest(CAST(:keys AS text[])) AS k
-    WHERE NOT pg_try_advisory_xact_lock(hashtextextended(k, :space))
-    """
-)
 # A bigint advisory lock shows in pg_locks as classid (high 32 bits) and objid (low 32 bits), objsubid 1.
 _RUNNING = text(
     """
@@ -28,13 +25,7 @@ _RUNNING = text(
 )
 
 
-async def claim(conn: AsyncConnection, keys: Sequence[str]) -> set[str]:
-    """Lock every key for this transaction; return the keys another running transaction holds."""
-    result = await conn.execute(_CLAIM, {"keys": list(keys), "space": _SPACE})
-    return set(result.scalars())
-
-
 async def running(conn: AsyncConnection, keys: Sequence[str]) -> set[str]:
     """The keys a running transaction holds, read without taking any lock (a status query must not cause a 409)."""
-    result = await conn.execute(_RUNNING, {"keys": list(keys), "space": _SPACE})
+    result = await conn.execute(_RUNNING, {"keys": list(keys), "space": SPACE})
     return set(result.scalars())

@@ -1,7 +1,9 @@
 """Group commit: the batches of many queue workers committed together, each told its own outcomes.
 
-Workers hand over a batch of payments and wait; a single flusher takes whatever has queued up while the
-previous commit ran (natural batching: one batch at low load, several workers' batches under pressure).
+Workers hand over a batch of payments and wait; a flusher takes whatever has queued up while the previous
+commit ran (natural batching: one batch at low load, several workers' batches under pressure). Several
+flushers share the one queue (`concurrency`): with an external core a flush is mostly waiting for the core's
+answer, and a second flush in flight overlaps that wait instead of queueing behind it.
 Each tenant's share of a flush is one transaction in that tenant's row-level-security scope, so
 PostgreSQL itself refuses a write to another tenant's rows; the tenants' transactions run side by side.
 Only after its transactions commit does a worker get its outcomes, so the broker ack always follows the
@@ -12,6 +14,12 @@ claimed now go to the core (app/consumer/core_banking.py), before the transactio
 books them in the same transaction, an external one in its own system, and what it said is recorded here (its
 transfer ids beside the records; a failed booking's record removed). So whatever crashes before our commit,
 the retry finds the id free and sends the same key, which an external core answers with its recorded outcome.
+
+Two flushes in flight may carry the same (tenant, message_id) (a redelivery beside the original): the unique
+index makes the second claim wait until the first transaction ends, and then it finds the record (a
+duplicate) or, if the first rolled back, claims it. Claims insert in message_id order (the repository sorts
+them), so two flushes never hold each other's keys in opposite orders: no deadlock. Across flushes in
+flight, which of a debtor's payments the core books first is the order the flushes reach it.
 
 A payment is identified by (tenant_id, message_id): the message_id is the tenant's own idempotency key.
 When PostgreSQL refuses a row of a tenant's share (a constraint, a value), the share is split in halves
@@ -64,7 +72,10 @@ class GroupCommitter:
         after_commit: Callable[[], None] = lambda: None,
         observe: ObserveStage = ignore_stage,
         after_core: Callable[[], None] = lambda: None,
+        concurrency: int = 1,
     ) -> None:
+        if concurrency < 1:
+            raise ValueError("the committer needs at least one flusher")
         self._observe = observe
         self._after_commit = after_commit
         self._after_core = after_core
@@ -74,23 +85,25 @@ class GroupCommitter:
         self._queue: asyncio.Queue[_Submission] = asyncio.Queue()
         # Tenants are never deleted, so a tenant seen once needs no lookup in every later transaction.
         self._known_tenants: set[str] = set()
-        self._task: asyncio.Task[None] | None = None
+        self._concurrency = concurrency
+        self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="group-committer")
+        self._tasks = [asyncio.create_task(self._run(), name=f"group-committer-{n}") for n in range(self._concurrency)]
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
         while not self._queue.empty():  # nobody will commit these: their workers must not wait forever
             submission = self._queue.get_nowait()
             if not submission.done.done():
                 submission.done.set_exception(CommitFailed("the group committer stopped"))
 
     def running(self) -> bool:
-        return self._task is not None and not self._task.done()
+        # One flusher that died (it never should: _flush catches per share) leaves the others serving the queue.
+        return any(not task.done() for task in self._tasks)
 
     async def _tenant_known(self, uow: UnitOfWork, tenant_id: str) -> bool:
         if tenant_id not in self._known_tenants and await uow.tenants.exists(tenant_id):

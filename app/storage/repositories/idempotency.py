@@ -58,6 +58,10 @@ class SqlIdempotencyRecords:
         self._connection = connection
 
     async def claim(self, payments: Sequence[PaymentMessage], digests: Sequence[bytes]) -> set[UUID]:
+        # In message_id order: two transactions claiming overlapping ids then wait on the first shared one only,
+        # never on each other (the committer runs several flushes at once).
+        pairs = sorted(zip(payments, digests, strict=True), key=lambda pair: pair[0].message_id)
+        payments, digests = [p for p, _ in pairs], [d for _, d in pairs]
         params = {
             "ids": [p.message_id for p in payments],
             "tenants": [p.tenant_id for p in payments],
