@@ -43,7 +43,14 @@ from app.settings import Settings  # noqa: E402
 from app.storage.migrations import upgrade_to_head  # noqa: E402
 from contracts import wire_timestamp  # noqa: E402
 from tests.utils.factories import make_wire_dict  # noqa: E402
-from tests.utils.services import AMQP_BASE, MANAGEMENT_AUTH, MANAGEMENT_URL, PG_ADMIN_DSN, amqp_url  # noqa: E402
+from tests.utils.services import (  # noqa: E402
+    AMQP_BASE,
+    MANAGEMENT_AUTH,
+    MANAGEMENT_URL,
+    PG_ADMIN_DSN,
+    amqp_url,
+    free_port,
+)
 
 DOC = ROOT / "docs" / "benchmarks.md"
 LOCK = Path("/tmp/remit-docs-benchmarks.md.lock")
@@ -126,6 +133,17 @@ async def fresh_env(prefix: str, keep: bool = False) -> AsyncIterator[BenchEnv]:
                 await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
             finally:
                 await admin.close()
+
+
+REMIT_SERVICE = [sys.executable, "-m", "faststream", "run", "app.main:app"]
+
+
+def remit_consumer(workers: int = 1) -> tuple[list[str], int]:
+    """The command that starts remit's consumer service, and the free port its HTTP side (/metrics, /readyz)
+    listens on: never uvicorn's default 8000, so a bench runs beside anything else on the machine."""
+    port = free_port()
+    command = [*REMIT_SERVICE, "--port", str(port)]
+    return ([*command, "--workers", str(workers)] if workers > 1 else command), port
 
 
 async def declare(env: BenchEnv) -> Topology:

@@ -19,7 +19,6 @@ import asyncio
 import os
 import signal
 import subprocess
-import sys
 import time
 from datetime import UTC, datetime
 from functools import partial
@@ -33,9 +32,7 @@ from rich.progress import Progress
 
 from app.messaging.headers import PUBLISHED_AT
 from app.messaging.topology import routing_key
-from tests.utils.services import PG_ADMIN_DSN, free_port
-
-REMIT = [sys.executable, "-m", "faststream", "run", "app.main:app"]
+from tests.utils.services import PG_ADMIN_DSN
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
@@ -132,9 +129,9 @@ async def one_run(env: r.BenchEnv, args: argparse.Namespace, run: int, bar: Prog
     task = bar.add_task(f"run {run}: pre-fill for the maximum", total=len(calibrate))
     await r.confirmed_publish(env.amqp_url, calibrate, on_progress=partial(bar.advance, task))
     extra = {"REMIT_PREFETCH": str(args.prefetch), "REMIT_COMMIT_BATCH_MAX": str(args.commit_batch_max)}
-    port = free_port()
+    command, port = r.remit_consumer()
     proc = subprocess.Popen(  # noqa: ASYNC220
-        [*REMIT, "--port", str(port)],
+        command,
         env=env.service_env(**extra),
         cwd=r.ROOT,
         stdout=subprocess.DEVNULL,
