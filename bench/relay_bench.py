@@ -21,9 +21,10 @@ import _report as r
 import asyncpg
 
 from app.messaging.connection import connect, publisher_channel
-from app.publisher.relay import OutboxRelay
+from app.publisher.relay import MARK_EVERY, OutboxRelay
 from app.storage.engine import make_engine
 
+BAR = 0.85  # issue 18: the relay at >= 85% of the raw confirmed publish, median of 5 rounds
 COLUMNS = (
     "message_id",
     "tenant_id",
@@ -101,7 +102,7 @@ async def bench(args: argparse.Namespace) -> tuple[list[float], list[float]]:
 def report(args: argparse.Namespace, raw: list[float], relay: list[float], machine: str) -> str:
     ratio = r.median(relay) / r.median(raw)
     per_round = [b / a for a, b in zip(raw, relay, strict=True)]
-    result = "PASS" if ratio >= 0.70 else "MISS"
+    result = "PASS" if ratio >= BAR else "MISS"
     return f"""{machine}
 
 `.venv/bin/python bench/relay_bench.py --messages {args.messages} --runs {args.runs} --batch-size {args.batch_size}`:
@@ -112,18 +113,19 @@ and AMQP properties for both subjects, queue purged between runs, runs interleav
 |---|---|---|---|
 | raw | aio-pika, persistent, publisher confirms, 1,000 in flight | {r.fmt_runs(raw)} | {r.median(raw):,.0f} |
 | relay | `OutboxRelay.relay_once()` until empty, batch {args.batch_size} rows (SELECT ... FOR UPDATE SKIP LOCKED, \
-publish all with confirms, UPDATE published_at, commit) | {r.fmt_runs(relay)} | {r.median(relay):,.0f} |
+publish all with confirms, UPDATE published_at per {MARK_EVERY} confirmed rows while the rest are \
+confirmed, commit) | {r.fmt_runs(relay)} | {r.median(relay):,.0f} |
 
 | bar | ratio of medians | per-round ratios | result |
 |---|---|---|---|
-| relay >= 70% of raw | {ratio:.0%} | {", ".join(f"{x:.0%}" for x in per_round)} | **{result}** |
+| relay >= {BAR:.0%} of raw | {ratio:.0%} | {", ".join(f"{x:.0%}" for x in per_round)} | **{result}** |
 """
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--messages", type=int, default=50_000, help="messages per run (default 50,000)")
-    parser.add_argument("--runs", type=int, default=3, help="interleaved rounds; medians are reported")
+    parser.add_argument("--runs", type=int, default=5, help="interleaved rounds; medians are reported")
     parser.add_argument("--batch-size", type=int, default=int(os.environ.get("REMIT_RELAY_BATCH_SIZE", "500")))
     parser.add_argument("--keep", action="store_true", help="keep the database and vhost afterwards")
     parser.add_argument("--no-write", action="store_true", help="do not update docs/benchmarks.md")
