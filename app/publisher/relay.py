@@ -27,8 +27,9 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
+import aiormq
 from aio_pika.abc import AbstractChannel, AbstractExchange
 from aio_pika.exceptions import DeliveryError
 from prometheus_client import Counter
@@ -37,7 +38,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.messaging import headers
-from app.messaging.properties import OutboundPayment, amqp_message
+from app.messaging.properties import OutboundPayment, amqp_properties
 from app.messaging.topology import routing_key
 from app.observability.outage import Outage
 from app.publisher.fair_selection import QueueDepths, due, fair_rows, pending_tenants
@@ -155,12 +156,18 @@ class OutboxRelay:
         tried again next cycle)."""
         now = self._clock()
         stamp = {headers.PUBLISHED_AT: int(now.timestamp() * 1000)}
+        # aio-pika's publish waits for each frame to reach the socket before the next publish may start; the
+        # underlying channel's `wait=False` queues them back to back. Each still awaits its broker confirm.
+        channel = cast(aiormq.Channel, await self._channel.get_underlay_channel())  # `wait` is aiormq.Channel's
         sends = [
             asyncio.ensure_future(
-                exchange.publish(
-                    amqp_message(_outbound(row), now, self._user_id, stamp),
+                channel.basic_publish(
+                    row.body,
+                    exchange=exchange.name,
                     routing_key=routing_key(row.tenant_id),
+                    properties=amqp_properties(_outbound(row), now, self._user_id, stamp),
                     mandatory=True,
+                    wait=False,
                 )
             )
             for row in rows
