@@ -80,7 +80,7 @@ class Ports:
     metrics: Metrics | None = None  # default: a fresh registry
     after_commit: Hook = no_hook  # the consumer, after a group commit and before its acks
     after_core: Hook = no_hook  # the consumer, after the core answered a booking and before remit's commit
-    after_publish: Hook = no_hook  # the relay, after the broker confirmed a batch and before it is marked
+    after_publish: Hook = no_hook  # the relay, after the broker confirmed a batch, before its marks commit
 
 
 def management_api(settings: Settings, ports: Ports) -> Management:

@@ -21,13 +21,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the scripts run as `python bench/x.py`; make app/, contracts/, tests/ importable
     sys.path.insert(0, str(ROOT))
 
 import aio_pika  # noqa: E402
+import aiormq  # noqa: E402
 import asyncpg  # noqa: E402
 import httpx  # noqa: E402
 import psutil  # noqa: E402
@@ -43,7 +44,14 @@ from app.settings import Settings  # noqa: E402
 from app.storage.migrations import upgrade_to_head  # noqa: E402
 from contracts import wire_timestamp  # noqa: E402
 from tests.utils.factories import make_wire_dict  # noqa: E402
-from tests.utils.services import AMQP_BASE, MANAGEMENT_AUTH, MANAGEMENT_URL, PG_ADMIN_DSN, amqp_url  # noqa: E402
+from tests.utils.services import (  # noqa: E402
+    AMQP_BASE,
+    MANAGEMENT_AUTH,
+    MANAGEMENT_URL,
+    PG_ADMIN_DSN,
+    amqp_url,
+    free_port,
+)
 
 DOC = ROOT / "docs" / "benchmarks.md"
 LOCK = Path("/tmp/remit-docs-benchmarks.md.lock")
@@ -126,6 +134,17 @@ async def fresh_env(prefix: str, keep: bool = False) -> AsyncIterator[BenchEnv]:
                 await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
             finally:
                 await admin.close()
+
+
+REMIT_SERVICE = [sys.executable, "-m", "faststream", "run", "app.main:app"]
+
+
+def remit_consumer(workers: int = 1) -> tuple[list[str], int]:
+    """The command that starts remit's consumer service, and the free port its HTTP side (/metrics, /readyz)
+    listens on: never uvicorn's default 8000, so a bench runs beside anything else on the machine."""
+    port = free_port()
+    command = [*REMIT_SERVICE, "--port", str(port)]
+    return ([*command, "--workers", str(workers)] if workers > 1 else command), port
 
 
 async def declare(env: BenchEnv) -> Topology:
@@ -216,12 +235,17 @@ async def confirmed_publish(
     payments: Sequence[Payment],
     in_flight: int = 1000,
     on_progress: Callable[[int], None] = lambda n: None,
+    queued: bool = False,
 ) -> float:
-    """Publish persistent messages with confirms, `in_flight` unconfirmed at most; return msg/s."""
+    """Publish persistent messages with confirms, `in_flight` unconfirmed at most; return msg/s.
+
+    `queued`: through the underlying aiormq channel with `wait=False` (frames queued back to back, not each
+    drained to the socket before the next publish starts), the primitive remit's relay publishes with."""
     connection = await aio_pika.connect(url)
     try:
         channel = await connection.channel(publisher_confirms=True, on_return_raises=True)
         exchange = await channel.get_exchange("payments", ensure=True)
+        underlay = cast(aiormq.Channel, await channel.get_underlay_channel())
         key = routing_key(TENANT)
         now = datetime.now(UTC)
         messages = [message_for(p, now) for p in payments]
@@ -231,7 +255,17 @@ async def confirmed_publish(
         async def one(message: aio_pika.Message) -> None:
             nonlocal done
             try:
-                await exchange.publish(message, routing_key=key, mandatory=True)
+                if queued:
+                    await underlay.basic_publish(
+                        message.body,
+                        exchange="payments",
+                        routing_key=key,
+                        properties=message.properties,
+                        mandatory=True,
+                        wait=False,
+                    )
+                else:
+                    await exchange.publish(message, routing_key=key, mandatory=True)
             finally:
                 window.release()
             done += 1

@@ -167,11 +167,6 @@ async def drain_process(
 
 
 NAIVE = [sys.executable, "-m", "faststream", "run", "naive_consumer:app", "--app-dir", str(r.ROOT / "bench")]
-REMIT = [sys.executable, "-m", "faststream", "run", "app.main:app"]
-
-
-def remit_command(processes: int) -> list[str]:
-    return [*REMIT, "--workers", str(processes)] if processes > 1 else REMIT
 
 
 async def bench(args: argparse.Namespace) -> Results:
@@ -196,7 +191,12 @@ async def bench(args: argparse.Namespace) -> Results:
                         rate, _ = await drain_process(env, NAIVE, len(payments), "naive", naive_env)
                     else:
                         rate, _ = await drain_process(
-                            env, remit_command(args.processes), len(payments), "remit", remit_env, profile=args.profile
+                            env,
+                            r.remit_consumer(args.processes)[0],
+                            len(payments),
+                            "remit",
+                            remit_env,
+                            profile=args.profile,
                         )
                     getattr(results, subject).append(rate)
                     bar.update(task, description=f"round {round_no} {subject}: {rate:,.0f} msg/s")

@@ -59,11 +59,10 @@ from app.messaging.topology import Topology
 from app.settings import EXTERNAL_CORE_FLUSHES
 from tests.utils.corebank import Acct, CoreBank, create_corebank_database, open_account, start_corebank, wait_ready
 from tests.utils.factories import make_wire_dict
-from tests.utils.services import drop_database, free_port
+from tests.utils.services import drop_database
 
 LOGS = Path("/tmp/remit-bench-logs")
 LOGS.mkdir(exist_ok=True)
-REMIT = [sys.executable, "-m", "faststream", "run", "app.main:app"]
 VARIANTS = ("ledger", "core")
 RICH = 10**15  # a debtor's opening balance: no bench run can spend it
 
@@ -156,11 +155,11 @@ async def consumer(env: r.BenchEnv, args: argparse.Namespace, core: CoreBank | N
         extra["REMIT_CORE_BANKING_URL"] = core.url
         extra["REMIT_CORE_BANKING_POOL_SIZE"] = str(args.core_pool)
         extra["REMIT_CORE_BANKING_PARALLEL_REQUESTS"] = str(args.core_parallel)
-    port = free_port()
+    command, port = r.remit_consumer()
     name = "core" if core else "ledger"
     with (LOGS / f"core-e2e-remit-{name}.log").open("ab") as log:
         proc = subprocess.Popen(  # noqa: ASYNC220
-            [*REMIT, "--port", str(port)], env=env.service_env(**extra), cwd=r.ROOT, stdout=log, stderr=log
+            command, env=env.service_env(**extra), cwd=r.ROOT, stdout=log, stderr=log
         )
         try:
             yield Consumer(proc, port)

@@ -16,26 +16,26 @@ not included. Medians of --runs runs go to the `## Latency` section of docs/benc
 
 import argparse
 import asyncio
+import multiprocessing
 import os
 import signal
 import subprocess
-import sys
 import time
 from datetime import UTC, datetime
 from functools import partial
+from typing import Any
 
 import _report as r
 import aio_pika
 import asyncpg
 import httpx
+from aio_pika.abc import AbstractIncomingMessage
 from prometheus_client.parser import text_string_to_metric_families
 from rich.progress import Progress
 
 from app.messaging.headers import PUBLISHED_AT
-from app.messaging.topology import routing_key
-from tests.utils.services import PG_ADMIN_DSN, free_port
-
-REMIT = [sys.executable, "-m", "faststream", "run", "app.main:app"]
+from app.messaging.topology import Topology, routing_key
+from tests.utils.services import PG_ADMIN_DSN
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
@@ -87,6 +87,56 @@ async def paced_publish(env: r.BenchEnv, payments: list[r.Payment], rate: float)
     return sent
 
 
+def _raw_child(amqp_url: str, queue: str, n: int, prefetch: int, ready: Any, out: Any) -> None:
+    """The raw broker's own path, in a process of its own as remit's consumer is: consume, ack each delivery,
+    no work; send back (message_id, delivery time) for the n deliveries."""
+
+    async def run() -> None:
+        connection = await aio_pika.connect(amqp_url)
+        channel = await connection.channel()
+        await channel.set_qos(prefetch_count=prefetch)
+        q = await channel.get_queue(queue, ensure=True)
+        seen: list[tuple[str, float]] = []
+        done = asyncio.Event()
+
+        async def on_message(message: AbstractIncomingMessage) -> None:
+            seen.append((str(message.message_id), time.time()))
+            await message.ack()
+            if len(seen) >= n:
+                done.set()
+
+        await q.consume(on_message)
+        ready.set()
+        await done.wait()
+        await connection.close()
+        out.send(seen)
+
+    asyncio.run(run())
+
+
+async def raw_latency(env: r.BenchEnv, queue: str, rate: float, args: argparse.Namespace) -> list[float]:
+    """The raw broker's latencies at `rate`: the same paced confirmed publish to the same quorum queue,
+    consumed and acked by a plain aio-pika consumer in its own process (ms, sorted, warm-up dropped)."""
+    payments = r.make_payments(int(rate * args.seconds))
+    ctx = multiprocessing.get_context("spawn")
+    ready, (receive, send) = ctx.Event(), ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_raw_child, args=(env.amqp_url, queue, len(payments), args.raw_prefetch, ready, send))
+    child.start()
+    try:
+        if not await asyncio.to_thread(ready.wait, 60):
+            raise RuntimeError("the raw consumer did not start")
+        sent = await paced_publish(env, payments, rate)
+        if not await asyncio.to_thread(receive.poll, 300):
+            raise RuntimeError("the raw consumer did not report")
+        seen: list[tuple[str, float]] = receive.recv()
+    finally:
+        child.join(timeout=30)
+        if child.is_alive():
+            child.kill()
+    first = min(sent.values())
+    return sorted((at - sent[mid]) * 1000 for mid, at in seen if mid in sent and sent[mid] - first >= args.warmup)
+
+
 STAGES = ("delivered", "buffered", "processing", "commit_wait", "commit", "settle")
 Buckets = dict[str, list[tuple[float, float]]]  # stage -> [(upper bound s, cumulative count)]
 
@@ -126,15 +176,17 @@ async def publish_and_process(env: r.BenchEnv, conn: asyncpg.Connection, n: int)
     return n / (end - start)
 
 
-async def one_run(env: r.BenchEnv, args: argparse.Namespace, run: int, bar: Progress) -> dict[str, float]:
+async def one_run(
+    env: r.BenchEnv, topology: Topology, args: argparse.Namespace, run: int, bar: Progress
+) -> dict[str, float]:
     await r.truncate_effects(env)
     calibrate = r.make_payments(args.calibrate)
     task = bar.add_task(f"run {run}: pre-fill for the maximum", total=len(calibrate))
     await r.confirmed_publish(env.amqp_url, calibrate, on_progress=partial(bar.advance, task))
     extra = {"REMIT_PREFETCH": str(args.prefetch), "REMIT_COMMIT_BATCH_MAX": str(args.commit_batch_max)}
-    port = free_port()
+    command, port = r.remit_consumer()
     proc = subprocess.Popen(  # noqa: ASYNC220
-        [*REMIT, "--port", str(port)],
+        command,
         env=env.service_env(**extra),
         cwd=r.ROOT,
         stdout=subprocess.DEVNULL,
@@ -160,6 +212,9 @@ async def one_run(env: r.BenchEnv, args: argparse.Namespace, run: int, bar: Prog
         await conn.close()
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=40)
+    bar.update(task, description=f"run {run}: the raw broker at {rate:,.0f} msg/s")
+    await r.purge(env, r.work_queue(topology))
+    raw = await raw_latency(env, r.work_queue(topology), rate, args)
     first = min(sent.values())
     lat = sorted(
         (float(row["at"]) - sent[row["id"]]) * 1000
@@ -175,7 +230,13 @@ async def one_run(env: r.BenchEnv, args: argparse.Namespace, run: int, bar: Prog
         "p50": percentile(lat, 0.50),
         "p95": percentile(lat, 0.95),
         "p99": percentile(lat, 0.99),
+        "p999": percentile(lat, 0.999),
         "max_ms": lat[-1],
+        "raw_n": float(len(raw)),
+        "raw_p50": percentile(raw, 0.50),
+        "raw_p99": percentile(raw, 0.99),
+        "raw_p999": percentile(raw, 0.999),
+        "diff_p99": percentile(lat, 0.99) - percentile(raw, 0.99),
         **{f"stage:{name}": value for name, value in stages.items()},
     }
 
@@ -183,7 +244,7 @@ async def one_run(env: r.BenchEnv, args: argparse.Namespace, run: int, bar: Prog
 async def bench(args: argparse.Namespace) -> list[dict[str, float]]:
     results = []
     async with r.fresh_env("latency", keep=args.keep) as env:
-        await r.declare(env)
+        topology = await r.declare(env)
         if args.diagnose_async_commit:
             admin = await asyncpg.connect(PG_ADMIN_DSN)
             try:  # this bench database only, for new sessions: the consumer starts after this
@@ -192,11 +253,12 @@ async def bench(args: argparse.Namespace) -> list[dict[str, float]]:
                 await admin.close()
         with r.progress() as bar:
             for run in range(1, args.runs + 1):
-                res = await one_run(env, args, run, bar)
+                res = await one_run(env, topology, args, run, bar)
                 results.append(res)
                 bar.console.print(
                     f"run {run}: max {res['max']:,.0f} msg/s, paced {res['rate']:,.0f} msg/s, "
-                    f"p50 {res['p50']:.1f} ms, p95 {res['p95']:.1f} ms, p99 {res['p99']:.1f} ms"
+                    f"p50 {res['p50']:.1f} ms, p95 {res['p95']:.1f} ms, p99 {res['p99']:.1f} ms; "
+                    f"raw broker p50 {res['raw_p50']:.1f} ms, p99 {res['raw_p99']:.1f} ms"
                 )
     return results
 
@@ -207,10 +269,16 @@ def report(args: argparse.Namespace, res: list[dict[str, float]], machine: str) 
 
     rows = "\n".join(
         f"| {i} | {x['drain']:,.0f} | {x['e2e']:,.0f} | {x['rate']:,.0f} | {x['n']:,.0f} | {x['p50']:.1f} | "
-        f"{x['p95']:.1f} | {x['p99']:.1f} | {x['max_ms']:.1f} |"
+        f"{x['p95']:.1f} | {x['p99']:.1f} | {x['p999']:.1f} | {x['max_ms']:.1f} |"
+        for i, x in enumerate(res, start=1)
+    )
+    raw_rows = "\n".join(
+        f"| {i} | {x['rate']:,.0f} | {x['raw_n']:,.0f} | {x['raw_p50']:.1f} | {x['raw_p99']:.1f} | "
+        f"{x['raw_p999']:.1f} | {x['p99']:.1f} | {x['diff_p99']:.1f} |"
         for i, x in enumerate(res, start=1)
     )
     verdict = "PASS" if med("p99") < 100 else "MISS"
+    diff_verdict = "PASS" if med("diff_p99") < 30 else "MISS"
     stage_rows = "\n".join(
         f"| {stage} | " + " | ".join(f"{x.get(f'stage:{stage}', float('nan')):g}" for x in res) + " |"
         for stage in STAGES
@@ -226,11 +294,22 @@ to the last ledger row; the publisher shares the 2 cores, as it does below). Mes
 open-loop at {args.load:.0%} of the {args.maximum} maximum for {args.seconds} s; latency = `ledger.booked_at`
 (start of the commit transaction) minus the send time; the first {args.warmup} s are dropped.
 
-| run | drain max msg/s | end-to-end max msg/s | paced msg/s | samples | p50 ms | p95 ms | p99 ms | max ms |
-|---|---|---|---|---|---|---|---|---|
+| run | drain max msg/s | end-to-end max msg/s | paced msg/s | samples | p50 ms | p95 ms | p99 ms | p999 ms | max ms |
+|---|---|---|---|---|---|---|---|---|---|
 {rows}
 | **median** | {med("drain"):,.0f} | {med("e2e"):,.0f} | {med("rate"):,.0f} | | {med("p50"):.1f} | {med("p95"):.1f} | \
-{med("p99"):.1f} | {med("max_ms"):.1f} |
+{med("p99"):.1f} | {med("p999"):.1f} | {med("max_ms"):.1f} |
+
+The raw broker at the same rate in the same run, after remit's consumer stopped: the same paced confirmed
+publish to the same quorum queue, consumed by a plain aio-pika consumer in its own process (prefetch
+{args.raw_prefetch}, one ack per delivery, no work); latency = delivery callback time minus the send time, the
+same first {args.warmup} s dropped. remit's share of the tail = remit's p99 minus the raw p99.
+
+| run | paced msg/s | samples | raw p50 ms | raw p99 ms | raw p999 ms | remit p99 ms | remit p99 - raw p99 ms |
+|---|---|---|---|---|---|---|---|
+{raw_rows}
+| **median** | {med("rate"):,.0f} | | {med("raw_p50"):.1f} | {med("raw_p99"):.1f} | {med("raw_p999"):.1f} | \
+{med("p99"):.1f} | {med("diff_p99"):.1f} |
 
 Where the consumer's batches spent their time during the paced phase (`remit_batch_stage_seconds`,
 scraped from the consumer's /metrics before and after; p99 as the upper bound of its histogram bucket, ms):
@@ -239,9 +318,11 @@ scraped from the consumer's /metrics before and after; p99 as the upper bound of
 |---|{"---|" * len(res)}
 {stage_rows}
 
-| bar | median p99 | result |
+| bar | median | result |
 |---|---|---|
 | p99 < 100 ms at half of the maximum throughput | {med("p99"):.1f} ms | **{verdict}** |
+| remit's p99 - the raw broker's p99 < 30 ms (median of the per-run differences) | {med("diff_p99"):.1f} ms \
+| **{diff_verdict}** |
 """
 
 
@@ -266,6 +347,7 @@ def main() -> None:
         action="store_true",
         help="diagnosis only, never a setting for remit: PostgreSQL acknowledges commits before their fsync",
     )
+    parser.add_argument("--raw-prefetch", type=int, default=1000, help="the raw consumer's prefetch")
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--no-write", action="store_true", help="do not update docs/benchmarks.md")
     args = parser.parse_args()

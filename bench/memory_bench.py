@@ -12,7 +12,6 @@ import asyncio
 import os
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -24,7 +23,6 @@ import psutil
 
 from app.messaging.topology import routing_key
 
-REMIT = [sys.executable, "-m", "faststream", "run", "app.main:app"]
 MIB = 2**20
 
 
@@ -49,7 +47,11 @@ async def run(args: argparse.Namespace) -> tuple[Trace, float, int]:
         await r.declare(env)
         extra = {"REMIT_PREFETCH": str(args.prefetch), "REMIT_COMMIT_BATCH_MAX": str(args.commit_batch_max)}
         popen = subprocess.Popen(  # noqa: ASYNC220
-            REMIT, env=env.service_env(**extra), cwd=r.ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            r.remit_consumer()[0],
+            env=env.service_env(**extra),
+            cwd=r.ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         proc = psutil.Process(popen.pid)
         conn = await asyncpg.connect(env.dsn)

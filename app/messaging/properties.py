@@ -7,6 +7,7 @@ from typing import Any
 from uuid import UUID
 
 import aio_pika
+import aiormq
 
 from app.messaging import headers
 from contracts import PaymentMessage
@@ -60,6 +61,28 @@ def amqp_message(
         timestamp=payment.timestamp,
         expiration=expiration(payment.expires_at, now),
         headers={headers.TENANT: payment.tenant_id, **(extra_headers or {})},
+        user_id=user_id,
+    )
+
+
+def amqp_properties(
+    payment: OutboundPayment,
+    now: datetime,
+    user_id: str | None,
+    extra_headers: Mapping[str, Any] | None = None,
+) -> aiormq.spec.Basic.Properties:
+    """`amqp_message(...).properties` without the aio_pika.Message in between, for the relay's hot path
+    (an aio_pika.Message checks a lock on each of its attribute writes: a quarter of the relay's CPU time).
+    tests/unit/test_expiration.py holds the two equal."""
+    return aiormq.spec.Basic.Properties(
+        content_type=CONTENT_TYPE,
+        delivery_mode=aio_pika.DeliveryMode.PERSISTENT.value,
+        priority=0,
+        correlation_id=payment.correlation_id,
+        expiration=str(int(expiration(payment.expires_at, now).total_seconds() * 1000)),
+        headers={headers.TENANT: payment.tenant_id, **(extra_headers or {})},
+        message_id=str(payment.message_id),
+        timestamp=payment.timestamp,
         user_id=user_id,
     )
 

@@ -5,6 +5,11 @@ cycle; others wait as standbys), which is what lets it promise first delivery in
 batch. A crash between publish and mark means the rows are published again on restart: a duplicate the
 idempotent consumer absorbs, never a loss.
 
+A cycle publishes its whole batch at once and marks the rows in chunks of MARK_EVERY, each chunk once all of
+its confirms are in, in the cycle's one transaction: the database marks while the broker confirms the later
+chunks (with one UPDATE after the last confirm, the broker idled through every cycle's database work). A
+mark is durable only at the commit after the last confirm, so a crash anywhere in the cycle republishes.
+
 Fair share (app/publisher/fair_selection.py): each cycle takes an equal share of rows per tenant,
 round-robin, and with `queue_depths` skips tenants whose work queue is above the high-watermark, so a
 flooding tenant's backlog waits in the outbox instead of in front of a quiet tenant in a shared tier queue.
@@ -22,16 +27,18 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
+import aiormq
 from aio_pika.abc import AbstractChannel, AbstractExchange
 from aio_pika.exceptions import DeliveryError
 from prometheus_client import Counter
-from sqlalchemy import Row, func, literal_column, select, update
+from sqlalchemy import BigInteger, Row, any_, bindparam, func, literal_column, select, update
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.messaging import headers
-from app.messaging.properties import OutboundPayment, amqp_message
+from app.messaging.properties import OutboundPayment, amqp_properties
 from app.messaging.topology import routing_key
 from app.observability.outage import Outage
 from app.publisher.fair_selection import QueueDepths, due, fair_rows, pending_tenants
@@ -43,6 +50,9 @@ log = logging.getLogger("remit.relay")
 # The relay's own process metrics (`REMIT_RELAY_METRICS_PORT`): confirmed and failed publishes.
 PUBLISH_CONFIRMS = Counter("remit_publish_confirms", "Outbox publishes the broker confirmed or refused", ["result"])
 REFUSAL_BACKOFF_CAP_SECONDS = 60  # a refused row is tried again after 1 s, 2 s, 4 s, ... then every minute
+# Rows marked per UPDATE as their confirms arrive (bench/relay_bench.py): small enough that the database
+# marks while the broker confirms the rest of the batch, big enough that an UPDATE is not a round trip a row.
+MARK_EVERY = 100
 
 
 class OutboxRelay:
@@ -86,16 +96,12 @@ class OutboxRelay:
             rows = await self._select(uow.connection)
             if not rows:
                 return 0
-            confirmed, refused, outage = await self._publish(exchange, rows)
-            self._after_publish()
-            if confirmed:
-                await _mark_published(uow.connection, confirmed, self._clock())
-            if refused:
-                await _defer(uow.connection, refused)
+            confirmed, outage = await self._publish_and_mark(uow.connection, exchange, rows)
+            self._after_publish()  # every confirm is in; no mark is committed yet
             await uow.commit()
         if outage is not None:
             raise outage  # the broker, not a message: the rows it did not confirm wait for the next cycle
-        return len(confirmed)
+        return confirmed
 
     async def run(self, stop: asyncio.Event, poll_seconds: float) -> None:
         """Wait for leadership, publish while leading, and wait again whenever it is lost, until `stop`."""
@@ -140,24 +146,53 @@ class OutboxRelay:
             self._exchange = await self._channel.get_exchange(self._exchange_name, ensure=True)
         return self._exchange
 
-    async def _publish(
-        self, exchange: AbstractExchange, rows: Sequence[Row[Any]]
-    ) -> tuple[list[int], list[int], BaseException | None]:
-        """The confirmed and the refused rows' outbox ids, and the first failure that was the broker's rather
-        than a message's (its rows are neither: they are tried again next cycle)."""
+    async def _publish_and_mark(
+        self, conn: AsyncConnection, exchange: AbstractExchange, rows: Sequence[Row[Any]]
+    ) -> tuple[int, BaseException | None]:
+        """Publish every row at once, then mark the rows chunk by chunk, each chunk as soon as all of its
+        confirms are in: the UPDATEs run while the broker still confirms the later chunks, instead of
+        after the last confirm with the broker idle. Return how many were confirmed, and the first failure
+        that was the broker's rather than a message's (its rows are neither marked nor deferred: they are
+        tried again next cycle)."""
         now = self._clock()
         stamp = {headers.PUBLISHED_AT: int(now.timestamp() * 1000)}
-        results = await asyncio.gather(
-            *(
-                exchange.publish(
-                    amqp_message(_outbound(row), now, self._user_id, stamp),
+        # aio-pika's publish waits for each frame to reach the socket before the next publish may start; the
+        # underlying channel's `wait=False` queues them back to back. Each still awaits its broker confirm.
+        channel = cast(aiormq.Channel, await self._channel.get_underlay_channel())  # `wait` is aiormq.Channel's
+        sends = [
+            asyncio.ensure_future(
+                channel.basic_publish(
+                    row.body,
+                    exchange=exchange.name,
                     routing_key=routing_key(row.tenant_id),
+                    properties=amqp_properties(_outbound(row), now, self._user_id, stamp),
                     mandatory=True,
+                    wait=False,
                 )
-                for row in rows
-            ),
-            return_exceptions=True,
-        )
+            )
+            for row in rows
+        ]
+        confirmed = 0
+        outage: BaseException | None = None
+        try:
+            for start in range(0, len(rows), MARK_EVERY):
+                chunk = slice(start, start + MARK_EVERY)
+                results = await asyncio.gather(*sends[chunk], return_exceptions=True)
+                done, refused, failure = self._sort(rows[chunk], results)
+                outage = outage or failure
+                if done:
+                    await _mark_published(conn, done, self._clock())
+                if refused:
+                    await _defer(conn, refused)
+                confirmed += len(done)
+        finally:  # a failed UPDATE leaves no publish behind unawaited
+            await asyncio.gather(*sends, return_exceptions=True)
+        return confirmed, outage
+
+    def _sort(
+        self, rows: Sequence[Row[Any]], results: Sequence[object]
+    ) -> tuple[list[int], list[int], BaseException | None]:
+        """The confirmed and the refused rows' outbox ids, and the first failure that was the broker's."""
         confirmed: list[int] = []
         refused: list[int] = []
         outage = None
@@ -205,18 +240,30 @@ def _outbound(row: Row[Any]) -> OutboundPayment:
     )
 
 
+# One array parameter, not an IN list of one parameter per row: one statement text for every chunk size.
+_IDS = outbox.c.outbox_id == any_(bindparam("ids", type_=ARRAY(BigInteger)))
+_MARK = update(outbox).where(_IDS).values(published_at=bindparam("at"))
+
+
 async def _mark_published(conn: AsyncConnection, outbox_ids: list[int], now: datetime) -> None:
-    await conn.execute(update(outbox).where(outbox.c.outbox_id.in_(outbox_ids)).values(published_at=now))
+    await conn.execute(_MARK, {"ids": outbox_ids, "at": now})
 
 
-async def _defer(conn: AsyncConnection, outbox_ids: list[int]) -> None:
+def _defer_statement() -> Any:
     """Count a refusal on each row and set its next try: 2^refusals seconds, capped (the database's clock)."""
     wait = func.least(REFUSAL_BACKOFF_CAP_SECONDS, func.power(2, func.least(outbox.c.publish_refusals, 10)))
-    await conn.execute(
+    return (
         update(outbox)
-        .where(outbox.c.outbox_id.in_(outbox_ids))
+        .where(_IDS)
         .values(
             publish_refusals=outbox.c.publish_refusals + 1,
             next_publish_at=func.now() + wait * literal_column("interval '1 second'"),
         )
     )
+
+
+_DEFER = _defer_statement()
+
+
+async def _defer(conn: AsyncConnection, outbox_ids: list[int]) -> None:
+    await conn.execute(_DEFER, {"ids": outbox_ids})

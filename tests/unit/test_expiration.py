@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from app.messaging.properties import OutboundPayment, amqp_message, expiration
+from app.messaging.properties import OutboundPayment, amqp_message, amqp_properties, expiration
 from tests.utils.factories import make_message
 
 NOW = datetime(2026, 11, 23, 12, 0, 0, tzinfo=UTC)
@@ -37,3 +37,13 @@ def test_a_year_2099_payment_gets_the_capped_expiration_in_milliseconds() -> Non
     payment = make_message(timestamp_utc=datetime(2099, 1, 1, tzinfo=UTC), ttl_seconds=86_400)
     message = amqp_message(OutboundPayment.of(payment), NOW, "remit")
     assert message.properties.expiration == "4294967295"
+
+
+@pytest.mark.parametrize("ttl_seconds", [1, 86_400, 30 * 86_400])
+@pytest.mark.parametrize("extra", [None, {"x-published-at": 1_795_000_000_000}])
+def test_the_relays_properties_are_the_messages(ttl_seconds: int, extra: dict[str, int] | None) -> None:
+    payment = OutboundPayment.of(make_message(timestamp_utc=NOW, ttl_seconds=ttl_seconds))
+    later = NOW + timedelta(seconds=0.5)
+    assert dict(amqp_properties(payment, later, "remit", extra)) == dict(
+        amqp_message(payment, later, "remit", extra).properties
+    )
