@@ -23,6 +23,7 @@ from app.publisher.bulk_file import CONTROL, PAYMENT, PAYMENT_FIELDS, ControlTot
 from app.publisher.gc_pause import gc_paused
 from app.publisher.message_ids import new_message_id
 from app.publisher.rejection_outcomes import rejection_outcome
+from app.publisher.wire_body import WireBodies
 from contracts import PaymentMessage
 from contracts.message import CURRENCY_PATTERN, ValidationResult
 
@@ -131,7 +132,7 @@ def _check(row: RawRow, ctx: BatchContext, shared: "_Fields") -> CheckedRow:
         message = shared.message(_payload(row))
     except (ValidationError, ValueError) as exc:
         return CheckedRow(row, errors=_format_errors(exc))
-    body = message.to_wire()
+    body = shared.body(message)
     errors = ctx.rules.violations(message, ctx.now)
     oversize = size_violation(len(body), ctx.max_message_bytes)
     if oversize:
@@ -165,6 +166,7 @@ class _Fields:
             "retry_count": 0,
             "ttl_seconds": ctx.ttl_seconds,
         }
+        self.body = WireBodies()
 
     def message(self, payload: dict[str, Any]) -> PaymentMessage:
         return PaymentMessage.model_validate(
