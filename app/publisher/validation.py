@@ -15,20 +15,23 @@ from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
-from uuid6 import uuid7
 
 from app.bankfiles.outcomes import Outcome
 from app.bankfiles.rows import PARSE_ERROR
 from app.payment_rules import INGRESS_CHECKS, PaymentRules, size_violation
 from app.publisher.bulk_file import CONTROL, PAYMENT, PAYMENT_FIELDS, ControlTotal, RawRow, expected_fields
+from app.publisher.gc_pause import gc_paused
+from app.publisher.message_ids import new_message_id
 from app.publisher.rejection_outcomes import rejection_outcome
+from app.publisher.wire_body import WireBodies
 from contracts import PaymentMessage
-from contracts.message import CURRENCY_PATTERN
+from contracts.message import CURRENCY_PATTERN, ValidationResult
 
 _CENTS = re.compile(r"^[0-9]+$")
 _CURRENCY = re.compile(CURRENCY_PATTERN)
 _MAX_BIGINT = 2**63 - 1  # what an amount column (bigint) can hold
 _MAX_INTEGER = 2**31 - 1  # what a count column (integer) can hold
+_ROW_FIELDS = frozenset({*PAYMENT_FIELDS, "record_type"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +95,8 @@ def validate_rows(
 
 def check_rows(rows: Iterable[RawRow], ctx: BatchContext) -> list[CheckedRow]:
     shared = _Fields(ctx)
-    return [_check(row, ctx, shared) for row in rows]
+    with gc_paused():
+        return [_check(row, ctx, shared) for row in rows]
 
 
 def settle_references(
@@ -128,7 +132,7 @@ def _check(row: RawRow, ctx: BatchContext, shared: "_Fields") -> CheckedRow:
         message = shared.message(_payload(row))
     except (ValidationError, ValueError) as exc:
         return CheckedRow(row, errors=_format_errors(exc))
-    body = message.to_wire()
+    body = shared.body(message)
     errors = ctx.rules.violations(message, ctx.now)
     oversize = size_violation(len(body), ctx.max_message_bytes)
     if oversize:
@@ -139,8 +143,8 @@ def _check(row: RawRow, ctx: BatchContext, shared: "_Fields") -> CheckedRow:
 def _payload(row: RawRow) -> dict[str, Any]:
     if PARSE_ERROR in row.fields:
         raise ValueError(row.fields[PARSE_ERROR])
-    unknown = set(row.fields) - set(PAYMENT_FIELDS) - {"record_type"}
-    if unknown:
+    if not _ROW_FIELDS.issuperset(row.fields):
+        unknown = set(row.fields) - _ROW_FIELDS
         raise ValueError(f"unknown column(s): {', '.join(sorted(unknown))}; the columns are: {expected_fields()}")
     payload: dict[str, Any] = {k: row.fields[k] for k in PAYMENT_FIELDS if k in row.fields}
     if not row.typed:
@@ -151,18 +155,23 @@ def _payload(row: RawRow) -> dict[str, Any]:
 class _Fields:
     """The fields every message of a batch shares. A row's message is validated from Python values (the
     contract's own strict validation, which JSON rows' values pass exactly as their JSON would): encoding
-    each row to JSON only to parse it back cost more than the validation itself."""
+    each row to JSON only to parse it back cost more than the validation itself. The validation result is
+    the same for every row: validated once here, its instance passes each row's strict validation as is
+    (a quarter of model_validate's time was re-validating it)."""
 
     def __init__(self, ctx: BatchContext) -> None:
         self.envelope = {"timestamp_utc": ctx.now, "correlation_id": ctx.correlation_id, "tenant_id": ctx.tenant_id}
         self.control = {
-            "validation_result": {"passed": True, "checks": list(INGRESS_CHECKS)},
+            "validation_result": ValidationResult(passed=True, checks=list(INGRESS_CHECKS)),
             "retry_count": 0,
             "ttl_seconds": ctx.ttl_seconds,
         }
+        self.body = WireBodies()
 
     def message(self, payload: dict[str, Any]) -> PaymentMessage:
-        return PaymentMessage.model_validate({"message_id": uuid7(), **self.envelope, **payload, **self.control})
+        return PaymentMessage.model_validate(
+            {"message_id": new_message_id(), **self.envelope, **payload, **self.control}
+        )
 
 
 def _cents(value: Any) -> Any:
