@@ -5,7 +5,7 @@ envelope's time, batch and tenant and the whole control part are the same for ev
 serialised once, by pydantic itself, from the batch's first message; each row adds its id and payload. The
 payload's strings are safe to write between quotes as they are: the contract's patterns allow only ASCII
 letters, digits and `_./-` (no quote, backslash or control character), and the amount is an int. The bytes
-are the same as to_wire()'s, field order included (tests/unit/test_wire_body.py checks it property-wise).
+are the same as to_wire()'s, field order included (tests/unit/test_ingest_fast_path.py checks it property-wise).
 """
 
 from contracts import PaymentMessage
