@@ -59,14 +59,21 @@ def _write(table: pa.Table, schema: pa.Schema, path: Path) -> None:
     pq.write_table(table.select(schema.names).cast(schema), path, row_group_size=1 << 20)
 
 
-def generate(out: Path, n: int, seed: int = 7) -> dict[str, int]:
-    """Write the six snapshot tables for n accepted messages under `out`; returns rows per table."""
+def generate(out: Path, n: int, seed: int = 7, first_batch: int = 0) -> dict[str, int]:
+    """Write the six snapshot tables for n accepted messages under `out`; returns rows per table.
+
+    `first_batch` numbers the batches from there, so that parts generated apart (with their own seeds)
+    together form one larger snapshot with unique batch ids (bench/reconcile_scale.py).
+    """
     rng = np.random.default_rng(seed)
     out.mkdir(parents=True, exist_ok=True)
     n_batches = max(1, n // 1000)
     batch_of = np.sort(rng.integers(0, n_batches, n))
-    batch_ids = np.array([f"bulk_T{b % 20:02d}_20250501_batch_{b:07d}" for b in range(n_batches)], dtype=object)
-    tenants = np.array([f"tenant-{b % 20:02d}" for b in range(n_batches)], dtype=object)
+    batch_ids = np.array(
+        [f"bulk_T{b % 20:02d}_20250501_batch_{b:07d}" for b in range(first_batch, first_batch + n_batches)],
+        dtype=object,
+    )
+    tenants = np.array([f"tenant-{b % 20:02d}" for b in range(first_batch, first_batch + n_batches)], dtype=object)
     corr = pa.array(batch_ids[batch_of], pa.string())
     tenant = pa.array(tenants[batch_of], pa.string())
     currency_ix = rng.choice(len(CURRENCY_CODES), n, p=CURRENCY_SHARES)
@@ -114,7 +121,13 @@ def generate(out: Path, n: int, seed: int = 7) -> dict[str, int]:
     pm_ix = np.flatnonzero(booked | (fate == "idempotent_no_money"))
     processed = pa.table({"message_id": message_id.take(pm_ix), "tenant_id": tenant.take(pm_ix),
                           "correlation_id": corr.take(pm_ix),
-                          "processed_at": _ts(accepted_at[pm_ix] + 30 * _US)})  # fmt: skip
+                          "processed_at": _ts(accepted_at[pm_ix] + 30 * _US),
+                          # booked in remit's own ledger: no external core's transfer id
+                          "core_transfer_id": pa.nulls(pm_ix.size, pa.string()),
+                          # every generated payment came through a batch's outbox (none published directly)
+                          "source": pa.array(["outbox"] * pm_ix.size, pa.string()),
+                          "amount_cents": pa.nulls(pm_ix.size, pa.int64()),
+                          "currency": pa.nulls(pm_ix.size, pa.string())})  # fmt: skip
     _write(processed, PROCESSED_MESSAGES.arrow_schema(), PROCESSED_MESSAGES.path(out))
 
     dl_ix = np.flatnonzero(np.isin(fate, ["dead_lettered", "expired", "replayed_processed", "resolved_processed"]))

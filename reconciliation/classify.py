@@ -113,7 +113,7 @@ def _count_where(cond: Column) -> Column:
     return F.sum(F.when(cond, 1).otherwise(0))
 
 
-def _per_message(tagged: DataFrame, as_of: datetime) -> DataFrame:
+def _per_message(tagged: DataFrame, as_of: datetime, with_core: bool) -> DataFrame:
     src = F.col("src")
     is_outbox, is_ledger, is_direct, is_core = (src == SRC_OUTBOX, src == SRC_LEDGER, src == SRC_DIRECT,
                                                 src == SRC_CORE)  # fmt: skip
@@ -147,8 +147,6 @@ def _per_message(tagged: DataFrame, as_of: datetime) -> DataFrame:
             _count_where(is_ledger).alias("n_ledger"),
             _count_where(is_processed).alias("n_processed"),
             _count_where(is_processed & F.col("ref_h").isNotNull()).alias("n_remit_core"),
-            _count_where(is_core & ~late).alias("n_core"),
-            _count_where(is_core & late).alias("n_core_late"),
             _count_where(terminal_dl & is_expiry).alias("n_expired"),
             _count_where(terminal_dl & ~is_expiry).alias("n_dead"),
             # What was accepted: the outbox row, else the direct publish's record.
@@ -164,18 +162,39 @@ def _per_message(tagged: DataFrame, as_of: datetime) -> DataFrame:
             earliest("corr_h", is_ledger).alias("l_corr_h"),
             earliest("ccy_h", is_ledger).alias("l_ccy_h"),
             earliest("amount_cents", is_ledger).alias("l_amount"),
-            # The core's transfer (one per key) and the transfer id remit recorded for it.
-            only("amount_cents", is_core).alias("c_amount"),
-            only("ccy_h", is_core).alias("c_ccy_h"),
-            only("ref_h", is_core).alias("c_ref_h"),
+            # The transfer id remit recorded for the core's transfer.
             only("ref_h", is_processed).alias("p_ref_h"),
             # The latest terminal dead letter gives the reason.
             latest("reason_h", terminal_dl & ~is_expiry).alias("dl_reason_h"),
             # Attribution for rows seen only in processed_messages / dead_letters: the latest of them.
             latest("corr_h", is_other).alias("x_corr_h"),
             latest("ccy_h", src == SRC_DEAD_LETTER).alias("x_ccy_h"),
+            *(_core_aggregates(is_core, late) if with_core else _no_core()),
         )
     )
+
+
+def _core_aggregates(is_core: Column, late: Column) -> list[Column]:
+    """The core's transfer (one per key); a two-way run has no core rows, and computes none of these
+    (each aggregate is a buffer per message in the one large hash aggregate)."""
+    return [
+        _count_where(is_core & ~late).alias("n_core"),
+        _count_where(is_core & late).alias("n_core_late"),
+        F.max(F.when(is_core, F.col("amount_cents"))).alias("c_amount"),
+        F.max(F.when(is_core, F.col("ccy_h"))).alias("c_ccy_h"),
+        F.max(F.when(is_core, F.col("ref_h"))).alias("c_ref_h"),
+    ]
+
+
+def _no_core() -> list[Column]:
+    """What the core's aggregates are when there is no core: no transfer, late or not."""
+    return [
+        F.lit(0).cast("bigint").alias("n_core"),
+        F.lit(0).cast("bigint").alias("n_core_late"),
+        F.lit(None).cast("bigint").alias("c_amount"),
+        F.lit(None).cast("bigint").alias("c_ccy_h"),
+        F.lit(None).cast("bigint").alias("c_ref_h"),
+    ]
 
 
 def _core_present() -> Column:
@@ -232,7 +251,9 @@ def classify_messages(tables: dict[str, DataFrame], as_of: datetime, grace: time
     """One row per (tenant_id, message_id): where it belongs (hashed batch, tenant, currency), how it came
     (origin), amount, status, evidence."""
     with_core = three_way(tables)
-    per_message = _per_message(tag_sources(tables), as_of).withColumn("status", _status(as_of, grace, with_core))
+    per_message = _per_message(tag_sources(tables), as_of, with_core).withColumn(
+        "status", _status(as_of, grace, with_core)
+    )
     status = F.col("status")
     return per_message.select(
         "tenant_id",

@@ -44,7 +44,9 @@ log = logging.getLogger("reconciliation")
 
 # Forced whatever the submit command says: reports print UTC, and money must fail loudly on overflow.
 _SESSION_CONF = {"spark.sql.session.timeZone": "UTC", "spark.sql.ansi.enabled": "true"}
-_TARGET_PARTITION_BYTES = 64 << 20
+# Measured at 10M messages on 2 cores (docs/benchmarks.md): 88 partitions of 64 MB were 5-8% slower than 16-22;
+# per-task overhead, not memory, is what a small partition costs in local mode.
+_TARGET_PARTITION_BYTES = 256 << 20
 # Parquet snapshot bytes -> shuffle bytes: the tagged rows are uncompressed and carry a few extra columns.
 _SHUFFLE_EXPANSION = 4
 
