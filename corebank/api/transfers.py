@@ -76,13 +76,17 @@ async def post_transfer(
         "(`batch_too_large`); nothing was done.",
     ),
     response_description="One result per transfer, in order: booked, rejected, or conflict.",
+    response_model=BatchResult,
 )
-async def post_batch(batch: BatchRequest, db: Db, faults: FaultState, settings: Settings) -> BatchResult:
+async def post_batch(batch: BatchRequest, db: Db, faults: FaultState, settings: Settings) -> Response:
     """Book many transfers in one transaction, each under its own key, with its own result."""
     if len(batch.transfers) > settings.batch_max:
         raise BatchTooLarge(f"at most {settings.batch_max} transfers per batch")
     outcomes = await _book(db, faults, batch.transfers)
-    return BatchResult(results=[BatchItemResult.model_validate(o.fields()) for o in outcomes])
+    result = BatchResult(results=[BatchItemResult.model_validate(o.fields()) for o in outcomes])
+    # Validated once, here. Returned as a model, FastAPI would dump it, validate the dump against the
+    # response model and serialise it again: three passes over every item of the hottest request.
+    return Response(result.model_dump_json(by_alias=True), media_type="application/json")
 
 
 @router.get("/transfers/{idempotency_key}", responses=declared(422, 500, 503))

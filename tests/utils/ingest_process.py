@@ -12,7 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).parents[2]
 _INGEST = """
-import asyncio, json, sys, time
+import asyncio, json, resource, sys, time
 from pathlib import Path
 from app.resources import uow_factory_for
 from app.publisher.accept import submit_batch
@@ -35,6 +35,8 @@ async def main() -> dict:
 out = asyncio.run(main())
 status = Path("/proc/self/status").read_text()
 out["peak_mb"] = int(next(l for l in status.splitlines() if l.startswith("VmHWM:")).split()[1]) / 1024
+# A large pain.001 is read in a child process (app/bankfiles/reader_process.py): the largest child's peak.
+out["child_peak_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 print(json.dumps(out))
 """
 

@@ -1,0 +1,113 @@
+"""A format reader run in a child process: the parent feeds it the file's bytes and gets its rows back.
+
+pain.001's reader is libxml2 parsing every byte twice (xml_safety) plus a look-up per field: two thirds of an
+ingest's CPU, in the same interpreter (one GIL) as the validation and the COPY that follow it. In a child it
+runs beside them on the second core (docs/benchmarks.md, "Bank-file ingest").
+
+The parent stays the only reader of the file (its bytes are hashed as they pass, for the file's identity):
+a feeder thread writes them to the child's stdin, and the child writes rows back on its stdout, a list at a
+time, each list a length-prefixed pickle (reader_child.py). Both pipes block when full, so neither side gets
+ahead of the other by more than a pipe and a list of rows: memory stays that of a chunk, whatever the file's
+size. A refusal crosses as its message and ISO code; a child that dies is an error of the ingest, which then
+commits nothing. A plain interpreter (`python -m`), not multiprocessing: spawn would re-run the parent's main
+script in the child, and fork would copy an event loop and threads half-way.
+"""
+
+import pickle
+import struct
+import subprocess
+import sys
+import threading
+from collections.abc import Generator
+from typing import IO, Any, BinaryIO
+
+from app.bankfiles.formats import BankFormat
+from app.bankfiles.rows import BankRow, FileFacts, Origin
+from app.errors import FileRefused
+
+FEED_BYTES = 64 * 1024
+FRAME = struct.Struct(">I")
+# A row as plain tuples: pickle rebuilds slotted frozen dataclasses through copyreg, about twice as slow.
+EncodedRow = tuple[int, tuple[tuple[str, object], ...], bool, tuple[str, str, str | None] | None]
+
+
+def encode_row(row: BankRow) -> EncodedRow:
+    o = row.origin
+    origin = None if o is None else (o.payment_information_id, o.end_to_end_id, o.instruction_id)
+    return row.number, tuple(row.fields.items()), row.typed, origin
+
+
+def decode_row(encoded: EncodedRow) -> BankRow:
+    number, fields, typed, origin = encoded
+    return BankRow(number=number, fields=dict(fields), typed=typed, origin=None if origin is None else Origin(*origin))
+
+
+class ReaderProcessFailed(RuntimeError):
+    """The child reading the file died or failed for a reason that is not the file's fault."""
+
+
+def _feed(stream: BinaryIO, pipe: IO[bytes]) -> None:
+    try:
+        while chunk := stream.read(FEED_BYTES):
+            pipe.write(chunk)
+        pipe.close()
+    except (BrokenPipeError, OSError, ValueError):
+        pass  # the child is gone (or the parent closed the pipe): the parent's side reports why
+
+
+def _frames(pipe: IO[bytes]) -> Generator[Any, None, None]:
+    while head := pipe.read(FRAME.size):
+        (size,) = FRAME.unpack(head)
+        # Our own child's output, from our own code: the one place pickle is safe to load.
+        yield pickle.loads(pipe.read(size))  # noqa: S301
+
+
+def read_in_child(bank_format: BankFormat, stream: BinaryIO, name: str) -> Generator[BankRow, None, FileFacts]:
+    """The format reader's rows and facts, as if it ran here; FileRefused as it would have raised it."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", "app.bankfiles.reader_child", bank_format.value, name],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert child.stdin is not None
+    assert child.stdout is not None
+    feeder = threading.Thread(target=_feed, args=(stream, child.stdin), name=f"feed:{name}", daemon=True)
+    feeder.start()
+    finished = False
+    try:
+        for message in _frames(child.stdout):
+            if isinstance(message, list):
+                for encoded in message:
+                    yield decode_row(encoded)
+                continue
+            finished = True
+            kind, *details = message
+            if kind == "done":
+                facts: FileFacts = details[0]
+                return facts
+            if kind == "refused":
+                raise FileRefused(details[0], details[1])
+            raise ReaderProcessFailed(f"{name}: reading the file failed: {details[0]}")
+        child.wait(5)
+        raise ReaderProcessFailed(
+            f"{name}: the process reading the file ended without an answer (exit code {child.returncode})"
+        )
+    finally:
+        _stop(child, feeder, finished)
+
+
+def _stop(child: "subprocess.Popen[bytes]", feeder: threading.Thread, finished: bool) -> None:
+    """A child that answered ends by itself; one the parent gave up on (an error here, a closed generator) is
+    killed. Its end breaks the feeder's pipe, so the feeder ends too, whatever it was blocked on."""
+    try:
+        if finished:
+            child.wait(5)
+    except subprocess.TimeoutExpired:
+        pass
+    if child.poll() is None:
+        child.kill()
+        child.wait()
+    feeder.join(5)
+    for pipe in (child.stdin, child.stdout):
+        if pipe is not None:
+            pipe.close()
