@@ -1,4 +1,8 @@
-"""What routes get from the app: the database, the settings and the fault plan (set in app.py)."""
+"""What routes get from the app: the database, the settings and the fault plan (set in app.py).
+
+`async def`, though they never wait: FastAPI runs a plain `def` dependency in its thread pool, and three
+thread hand-offs per request were an eighth of the core's CPU (docs/benchmarks.md, "External core").
+"""
 
 from typing import Annotated
 
@@ -9,17 +13,17 @@ from corebank.faults import Faults
 from corebank.settings import CoreBankSettings
 
 
-def _database(request: Request) -> Database:
+async def _database(request: Request) -> Database:
     database: Database = request.app.state.database
     return database
 
 
-def _faults(request: Request) -> Faults:
+async def _faults(request: Request) -> Faults:
     faults: Faults = request.app.state.faults
     return faults
 
 
-def _settings(request: Request) -> CoreBankSettings:
+async def _settings(request: Request) -> CoreBankSettings:
     settings: CoreBankSettings = request.app.state.settings
     return settings
 

@@ -45,7 +45,9 @@ def _lose_success(send: Send) -> Send:
     """A `send` that closes the connection instead of starting a 2xx answer (the outcome is committed by then)."""
     transport: Any = getattr(getattr(send, "__self__", None), "transport", None)
     if transport is None:
-        raise RuntimeError("the ASGI server does not expose its transport: the drop fault needs uvicorn's h11")
+        raise RuntimeError(
+            "the ASGI server does not expose its transport: the drop fault needs uvicorn (h11 or httptools)"
+        )
     lost = False
 
     async def sender(message: Message) -> None:
