@@ -27,6 +27,13 @@ the core answered. Latency = booked_at - the send time (the commit's fsync is no
 variant). The consumer's /metrics give the stage breakdown (remit_batch_stage_seconds) and the core's
 share (remit_core_request_seconds: time inside each HTTP request).
 
+Between drains (never inside one) the core's database gets `VACUUM ANALYZE`, standing in for autovacuum, which
+this machine's PostgreSQL runs without (CI's /etc/postgresql/15/main/conf.d/90-ci.conf sets autovacuum = off).
+Without it the core's `transfers` table is never analyzed, and the plan its connections cached while it was
+empty (a sequential scan for the idempotency look-up, `idempotency_key = ANY($1)`) stays: 118 ms per look-up of
+128 keys at 60,000 transfers against 0.4 ms with statistics, so the core's rate fell round after round.
+--no-vacuum leaves it out (the earlier runs' setting).
+
 Phase 3 (--profile): one more drain of each variant under `py-spy record` (the consumer, and for the core
 variant the core too), not counted in the ratios; the top functions by CPU time are printed and written
 beside the logs in /tmp/remit-bench-logs.
@@ -54,6 +61,7 @@ import httpx
 import uuid6
 from latency_bench import paced_publish, percentile, wait_ledger
 from prometheus_client.parser import text_string_to_metric_families
+from sqlalchemy.engine import make_url
 
 from app.messaging.topology import Topology
 from app.settings import EXTERNAL_CORE_FLUSHES
@@ -109,6 +117,17 @@ async def reference_core(pool_size: int | None) -> AsyncIterator[CoreBank]:
     finally:
         core.process.stop()
         await drop_database(database_url)
+
+
+async def stand_in_for_autovacuum(core: CoreBank, args: argparse.Namespace) -> None:
+    """What autovacuum would have done in the core's database by now (see the module's docstring)."""
+    if args.no_vacuum:
+        return
+    conn = await asyncpg.connect(make_url(core.database_url).set(drivername="postgresql").render_as_string(False))
+    try:
+        await conn.execute("VACUUM ANALYZE")
+    finally:
+        await conn.close()
 
 
 # ---------------------------------------------------------------- the consumer and py-spy
@@ -275,6 +294,7 @@ async def throughput_round(
     env: r.BenchEnv, args: argparse.Namespace, core: CoreBank, pairs: list[tuple[Acct, Acct]], variant: str
 ) -> float:
     await r.truncate_effects(env)
+    await stand_in_for_autovacuum(core, args)
     await r.purge(env, r.work_queue(Topology.from_settings(env.settings())))
     await r.confirmed_publish(env.amqp_url, make_payments(args.messages, pairs))
     async with consumer(env, args, core if variant == "core" else None) as c:
@@ -285,6 +305,7 @@ async def latency_run(
     env: r.BenchEnv, args: argparse.Namespace, core: CoreBank, pairs: list[tuple[Acct, Acct]], variant: str, rate: float
 ) -> dict[str, float]:
     await r.truncate_effects(env)
+    await stand_in_for_autovacuum(core, args)
     paced = make_payments(int(rate * args.seconds), pairs)
     warm = make_payments(200, pairs)  # the first flushes open connections: not part of the measured phase
     async with consumer(env, args, core if variant == "core" else None) as c:
@@ -372,6 +393,7 @@ async def profile_round(
 ) -> None:
     for variant in VARIANTS:
         await r.truncate_effects(env)
+        await stand_in_for_autovacuum(core, args)
         await r.confirmed_publish(env.amqp_url, make_payments(args.messages, pairs))
         async with consumer(env, args, core if variant == "core" else None) as c:
             pids = {f"remit-{variant}": c.proc.pid}
@@ -466,8 +488,15 @@ def report(args: argparse.Namespace, res: Results, machine: str) -> str:
         + (f" --commit-flushes {args.commit_flushes}" if args.commit_flushes else "")
         + (f" --ledger-commit-flushes {args.ledger_commit_flushes}" if args.ledger_commit_flushes else "")
         + (" --profile" if args.profile else "")
+        + (" --no-vacuum" if args.no_vacuum else "")
     )
     flushes = args.commit_flushes or EXTERNAL_CORE_FLUSHES
+    vacuum = (
+        "The core's database was left unvacuumed (--no-vacuum)."
+        if args.no_vacuum
+        else "Before each drain the core's database gets `VACUUM ANALYZE`, standing in for the autovacuum this\n"
+        "machine's PostgreSQL runs without (see the bench's docstring)."
+    )
     ledger_flushes = args.ledger_commit_flushes or args.commit_flushes or 1
     return f"""{machine}
 
@@ -480,7 +509,7 @@ booking (a) `ledger`: into remit's in-process ledger, (b) `core`: into the refer
 core (`python -m corebank serve`, its own process and database, {args.core_pool} pooled HTTP connections from
 remit, each flush sent as {args.core_parallel} request(s) side by side) over loopback. Drains are timed
 from the first `ledger` row to the last; rounds interleaved, the
-order alternating.
+order alternating. {vacuum}
 
 | round | load average before | order | (a) ledger msg/s | (b) core msg/s | (b)/(a) |
 |---|---|---|---|---|---|
@@ -539,6 +568,9 @@ def main() -> None:
         help="REMIT_COMMIT_FLUSHES for (a) (default: --commit-flushes, else remit's, 1 with the ledger)",
     )
     parser.add_argument("--core-db-pool", type=int, default=0, help="COREBANK_POOL_SIZE (default: the core's)")
+    parser.add_argument(
+        "--no-vacuum", action="store_true", help="no VACUUM ANALYZE of the core's database between drains"
+    )
     parser.add_argument("--profile", action="store_true", help="one more drain of each variant under py-spy")
     parser.add_argument("--quick", action="store_true", help="2,000 payments, 1 round, 5 s of latency")
     parser.add_argument("--keep", action="store_true", help="keep remit's database and vhost")

@@ -59,8 +59,8 @@ def serve(
 
     overrides = {"host": host, "port": port, "faults_enabled": faults}
     settings = CoreBankSettings().model_copy(update={k: v for k, v in overrides.items() if v is not None})
-    asyncio.run(check_at_head(settings.database_url))
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    asyncio.run(check_at_head(settings.database_url))
     # httptools and uvloop: C where h11 and asyncio's own loop are Python (h11 was under most of a request in
     # the core's profile, docs/benchmarks.md "External core"). The drop-after-commit fault aborts the request
     # cycle's transport, which both of uvicorn's HTTP/1.1 protocols expose (fault_injection.py).

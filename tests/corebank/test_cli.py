@@ -17,6 +17,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from corebank.database import NO_AUTOVACUUM
 from corebank.migrations import VERSION_TABLE
 from corebank.tables import metadata
 from tests.utils.corebank import (
@@ -177,6 +178,22 @@ async def test_faults_are_off_unless_the_process_enables_them(migrated_database:
 
     assert (put.status_code, put.json()["error"]["code"]) == (403, "faults_disabled")
     assert get.status_code == 403
+
+
+async def test_serve_warns_when_the_server_runs_no_autovacuum(migrated_database: str, tmp_path: Path) -> None:
+    conn = await asyncpg.connect(dsn(migrated_database))
+    try:
+        autovacuum = await conn.fetchval("SHOW autovacuum")
+    finally:
+        await conn.close()
+    core = start_corebank(migrated_database, tmp_path / "corebank.log", faults=False)
+    try:
+        await wait_ready(core)
+        log = core.process.log()
+    finally:
+        core.process.stop()
+
+    assert (NO_AUTOVACUUM in log) == (autovacuum != "on")
 
 
 async def test_remit_core_bank_is_the_same_command(missing_database: str) -> None:
