@@ -2,6 +2,7 @@
 
 import re
 from decimal import Decimal
+from functools import cache
 
 from iso4217 import Currency
 
@@ -29,6 +30,7 @@ def _value_digits(cleaned: str) -> int:
     return len((integer + fraction.rstrip("0")).lstrip("0"))
 
 
+@cache  # a few codes per file, looked up for every row; ISO 4217's table is fixed for the process
 def minor_units(code: str) -> int:
     """The number of decimal places of a currency, from ISO 4217 (the iso4217 package's table)."""
     try:

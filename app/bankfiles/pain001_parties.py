@@ -10,7 +10,7 @@ Every node the mapping needs is fetched in one walk over the element's children 
 """
 
 import re
-from dataclasses import dataclass, field
+from typing import Any
 
 from lxml import etree
 
@@ -44,10 +44,9 @@ def under(parent: str, paths: dict[str, str]) -> dict[str, str]:
     return {"/".join(filter(None, (parent, path))): key for path, key in paths.items()}
 
 
-@dataclass(slots=True)
-class _Step:
-    key: str | None = None
-    children: dict[str, "_Step"] = field(default_factory=dict)
+# A tree of the paths' element names: name -> (the key of the node at that path or None, the steps below it or
+# None). Plain tuples and dicts: the walk below runs for every transaction of a file.
+_Steps = dict[object, tuple[str | None, "_Steps | None"]]
 
 
 class NodeFinder:
@@ -55,27 +54,39 @@ class NodeFinder:
     an XPath union, five than a find() per path), keyed by name: NodeFinder(ns, {"PmtId/EndToEndId": "e2e"})."""
 
     def __init__(self, namespace: str, paths: dict[str, str]) -> None:
-        self._root = _Step()
+        tree: dict[str, Any] = {}
         for path, key in paths.items():
-            step = self._root
+            node = tree
             for name in path.split("/"):
-                step = step.children.setdefault(f"{{{namespace}}}{name}", _Step())
-            step.key = key
+                node = node.setdefault(f"{{{namespace}}}{name}", {})
+            node[""] = key
+        self._steps = _compile(tree)
 
     def nodes(self, element: etree._Element) -> Nodes:
         found: Nodes = {}
-        _walk(element, self._root.children, found)
+        _walk(element, self._steps, found)
         return found
 
 
-def _walk(element: etree._Element, steps: dict[str, _Step], found: Nodes) -> None:
+def _compile(tree: dict[str, Any]) -> _Steps:
+    steps: _Steps = {}
+    for name, below in tree.items():
+        if name:
+            children = {k: v for k, v in below.items() if k}
+            steps[name] = (below.get(""), _compile(children) if children else None)
+    return steps
+
+
+def _walk(element: etree._Element, steps: _Steps, found: Nodes) -> None:
+    # A comment's or processing instruction's tag is a function: it matches no step.
     for child in element:
-        step = steps.get(child.tag) if isinstance(child.tag, str) else None
+        step = steps.get(child.tag)
         if step is not None:
-            if step.key is not None:
-                found.setdefault(step.key, child)
-            if step.children:
-                _walk(child, step.children, found)
+            key, below = step
+            if key is not None and key not in found:
+                found[key] = child
+            if below is not None:
+                _walk(child, below, found)
 
 
 def text(nodes: Nodes, key: str) -> str | None:
