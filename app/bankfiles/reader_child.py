@@ -1,6 +1,6 @@
-"""The child side of reader_process.py: `python -m app.bankfiles.reader_child <format> <name>`.
+"""The child side of reader_process.py: `python -m app.bankfiles.reader_child <format> <name> <answers fd>`.
 
-Reads the file's bytes from stdin, writes length-prefixed pickles to stdout: lists of encoded rows
+Reads the file's bytes from stdin, writes length-prefixed pickles to the answers pipe: lists of encoded rows
 (reader_process.encode_row), then one of ("done", facts), ("refused", message, iso_code) or ("failed", why).
 """
 
@@ -43,7 +43,7 @@ def _read(bank_format: BankFormat, name: str, source: IO[bytes], out: IO[bytes])
 
 def main(argv: list[str]) -> int:
     bank_format, name = BankFormat(argv[0]), argv[1]
-    out = sys.stdout.buffer
+    out = open(int(argv[2]), "wb")  # noqa: SIM115  # closed at exit, after the last answer is flushed
     try:
         _read(bank_format, name, sys.stdin.buffer, out)
     except FileRefused as refused:

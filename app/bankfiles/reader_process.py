@@ -5,14 +5,16 @@ ingest's CPU, in the same interpreter (one GIL) as the validation and the COPY t
 runs beside them on the second core (docs/benchmarks.md, "Bank-file ingest").
 
 The parent stays the only reader of the file (its bytes are hashed as they pass, for the file's identity):
-a feeder thread writes them to the child's stdin, and the child writes rows back on its stdout, a list at a
-time, each list a length-prefixed pickle (reader_child.py). Both pipes block when full, so neither side gets
+a feeder thread writes them to the child's stdin, and the child writes rows back on a pipe of their own (not
+its stdout, where a library's stray print would corrupt them), a list at a time, each list a length-prefixed
+pickle (reader_child.py). Both pipes block when full, so neither side gets
 ahead of the other by more than a pipe and a list of rows: memory stays that of a chunk, whatever the file's
 size. A refusal crosses as its message and ISO code; a child that dies is an error of the ingest, which then
 commits nothing. A plain interpreter (`python -m`), not multiprocessing: spawn would re-run the parent's main
 script in the child, and fork would copy an event loop and threads half-way.
 """
 
+import os
 import pickle
 import struct
 import subprocess
@@ -55,27 +57,41 @@ def _feed(stream: BinaryIO, pipe: IO[bytes]) -> None:
         pass  # the child is gone (or the parent closed the pipe): the parent's side reports why
 
 
-def _frames(pipe: IO[bytes]) -> Generator[Any, None, None]:
+def _frames(pipe: IO[bytes], name: str) -> Generator[Any, None, None]:
     while head := pipe.read(FRAME.size):
-        (size,) = FRAME.unpack(head)
-        # Our own child's output, from our own code: the one place pickle is safe to load.
-        yield pickle.loads(pipe.read(size))  # noqa: S301
+        (size,) = FRAME.unpack(head) if len(head) == FRAME.size else (-1,)
+        blob = pipe.read(size) if size >= 0 else b""
+        if len(blob) != size or size < 0:
+            raise ReaderProcessFailed(f"{name}: the process reading the file sent a cut-off answer")
+        try:
+            # Our own child's output, on a pipe only it writes, from our own code: the one place pickle is safe.
+            yield pickle.loads(blob)  # noqa: S301
+        except pickle.UnpicklingError as exc:
+            raise ReaderProcessFailed(f"{name}: the process reading the file sent an unreadable answer") from exc
 
 
 def read_in_child(bank_format: BankFormat, stream: BinaryIO, name: str) -> Generator[BankRow, None, FileFacts]:
     """The format reader's rows and facts, as if it ran here; FileRefused as it would have raised it."""
-    child = subprocess.Popen(
-        [sys.executable, "-m", "app.bankfiles.reader_child", bank_format.value, name],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    )
+    answers_in, answers_out = os.pipe()
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "app.bankfiles.reader_child", bank_format.value, name, str(answers_out)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            pass_fds=(answers_out,),
+        )
+    except BaseException:
+        os.close(answers_in)
+        raise
+    finally:
+        os.close(answers_out)  # the child holds its own copy: its exit is the pipe's end
+    answers = os.fdopen(answers_in, "rb")
     assert child.stdin is not None
-    assert child.stdout is not None
     feeder = threading.Thread(target=_feed, args=(stream, child.stdin), name=f"feed:{name}", daemon=True)
     feeder.start()
     finished = False
     try:
-        for message in _frames(child.stdout):
+        for message in _frames(answers, name):
             if isinstance(message, list):
                 for encoded in message:
                     yield decode_row(encoded)
@@ -94,6 +110,7 @@ def read_in_child(bank_format: BankFormat, stream: BinaryIO, name: str) -> Gener
         )
     finally:
         _stop(child, feeder, finished)
+        answers.close()
 
 
 def _stop(child: "subprocess.Popen[bytes]", feeder: threading.Thread, finished: bool) -> None:
@@ -108,6 +125,5 @@ def _stop(child: "subprocess.Popen[bytes]", feeder: threading.Thread, finished: 
         child.kill()
         child.wait()
     feeder.join(5)
-    for pipe in (child.stdin, child.stdout):
-        if pipe is not None:
-            pipe.close()
+    if child.stdin is not None:
+        child.stdin.close()

@@ -84,6 +84,18 @@ def test_a_refusal_in_the_child_is_the_same_refusal(
     assert children() == []
 
 
+def test_what_the_child_prints_cannot_corrupt_its_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Any module the child imports may print to stdout (here: before the reader's own code runs at all); the rows
+    # travel on a pipe of their own, so they arrive whole and equal to an in-process read.
+    noisy = tmp_path / "noisy"
+    noisy.mkdir()
+    (noisy / "sitecustomize.py").write_text("import sys\nprint('noise ' * 1000)\nsys.stdout.flush()\n")
+    monkeypatch.setenv("PYTHONPATH", f"{noisy}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    path = tmp_path / "big.xml"
+    path.write_bytes(many(2_000))
+    assert read(path, True, monkeypatch) == read(path, False, monkeypatch)
+
+
 def test_a_child_that_dies_fails_the_read_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "big.xml"
     path.write_bytes(many(20_000))
