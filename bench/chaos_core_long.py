@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import sys
 import tempfile
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -30,7 +31,7 @@ from app.resources import uow_factory_for  # noqa: E402
 from app.storage.engine import make_engine  # noqa: E402
 from app.storage.migrations import upgrade_to_head  # noqa: E402
 from tests.chaos.config import new_seed  # noqa: E402
-from tests.chaos.core_plan import draw_plan, long_shape  # noqa: E402
+from tests.chaos.core_plan import CorePlan, draw_plan, long_shape  # noqa: E402
 from tests.chaos.core_run import CoreChaos, CoreChaosConfig, CoreChaosResult  # noqa: E402
 from tests.utils.corebank import create_corebank_database  # noqa: E402
 from tests.utils.services import ServiceEnv, create_database, create_vhost, delete_vhost, drop_database  # noqa: E402
@@ -74,23 +75,23 @@ async def run(config: CoreChaosConfig) -> tuple[CoreChaosResult, str, str, str]:
             delete_vhost(vhost)
 
 
-def markdown(
-    result: CoreChaosResult, config: CoreChaosConfig, restarts: bool, host: dict[str, str], when: datetime
+HELD = (
+    "Every check held: exactly one transfer in the core per payment, debits = credits per currency, every balance = "
+    "opening + credits - debits, remit's records = the core's journal, nothing dead-lettered or left in a queue."
+)
+Render = Callable[[CoreChaosResult, dict[str, str], datetime], str]
+
+
+def results_block(
+    markers: tuple[str, str], result: CoreChaosResult, when: datetime, host: dict[str, str], what: str, held: str
 ) -> str:
-    replay = f"--seed {result.seed} --payments {config.payments}" + (" --restarts" if restarts else "")
+    """A run's counts for docs/reliability.md, between `markers`: `what` says what ran, `held` what held."""
+    begin, end = markers
     lines = [
-        BEGIN,
+        begin,
         f"### Run of {when:%Y-%m-%d %H:%M} UTC: {'passed' if result.ok else 'FAILED'}",
         "",
-        f"Seed **{result.seed}** (`.venv/bin/python bench/chaos_core_long.py {replay}` replays the plan and the "
-        f"payments). {config.tenants} tenants, {config.consumers} consumers, {config.payments} payments published "
-        f"over {config.publish_seconds:.0f} s, faults spread over {config.plan_window:.0f} s"
-        + (
-            "; real RabbitMQ and PostgreSQL restarts."
-            if restarts
-            else "; no server restarts (connection-level faults only)."
-        )
-        + "",
+        what,
         "",
         "Machine: " + "; ".join(f"{k} {v}" for k, v in host.items()) + ".",
         "",
@@ -102,23 +103,32 @@ def markdown(
     if result.violations:
         lines += ["Violations:", ""] + [f"- {v}" for v in result.violations[:20]] + [""]
     else:
-        lines += [
-            "Every check held: exactly one transfer in the core per payment, debits = credits per currency, every "
-            "balance = opening + credits - debits, remit's records = the core's journal, nothing dead-lettered or "
-            "left in a queue.",
-            "",
-        ]
-    lines.append(END)
+        lines += [held, ""]
+    lines.append(end)
     return "\n".join(lines)
 
 
-def main() -> int:
-    args = parse_args()
-    seed = args.seed if args.seed is not None else new_seed()
-    plan = draw_plan(seed, long_shape(args.window, args.restarts))
+def markdown(
+    result: CoreChaosResult, config: CoreChaosConfig, restarts: bool, host: dict[str, str], when: datetime
+) -> str:
+    replay = f"--seed {result.seed} --payments {config.payments}" + (" --restarts" if restarts else "")
+    servers = (
+        "real RabbitMQ and PostgreSQL restarts" if restarts else "no server restarts (connection-level faults only)"
+    )
+    what = (
+        f"Seed **{result.seed}** (`.venv/bin/python bench/chaos_core_long.py {replay}` replays the plan and the "
+        f"payments). {config.tenants} tenants, {config.consumers} consumers, {config.payments} payments published "
+        f"over {config.publish_seconds:.0f} s, faults spread over {config.plan_window:.0f} s; {servers}."
+    )
+    return results_block((BEGIN, END), result, when, host, what, HELD)
+
+
+def core_config(args: argparse.Namespace, seed: int, plan: CorePlan, plan_window: float) -> CoreChaosConfig:
+    """The run's settings from the command line (--payments, --tenants, --consumers, --publish,
+    --recover-timeout, --logs), its logs under a directory of the seed's."""
     logs = args.logs / f"seed-{seed}"
     logs.mkdir(parents=True, exist_ok=True)
-    config = CoreChaosConfig(
+    return CoreChaosConfig(
         seed=seed,
         plan=plan,
         logs=logs,
@@ -128,19 +138,35 @@ def main() -> int:
         publish_seconds=args.publish,
         accounts_per_side=20,
         recover_timeout=args.recover_timeout,
-        plan_window=args.window,
+        plan_window=plan_window,
     )
-    if args.restarts:
-        console.print("[yellow]this run restarts the local RabbitMQ broker and PostgreSQL server[/]")
+
+
+def run_and_report(config: CoreChaosConfig, markers: tuple[str, str], render: Render | None) -> int:
+    """Run, print the counts, write render's block between `markers` in docs/reliability.md unless `render` is
+    None; 0 when every check held (otherwise the databases and the vhost are kept for a look)."""
     when = datetime.now(UTC)
     result, database_url, core_database_url, vhost = asyncio.run(run(config))
     console.print(result.summary())
     if not result.ok:
-        console.print(f"[red]kept {database_url}, {core_database_url} and vhost {vhost}; logs in {logs}[/]")
-    if not args.no_write:
-        write_doc(markdown(result, config, args.restarts, asyncio.run(machine()), when), BEGIN, END)
+        console.print(f"[red]kept {database_url}, {core_database_url} and vhost {vhost}; logs in {config.logs}[/]")
+    if render is not None:
+        write_doc(render(result, asyncio.run(machine()), when), *markers)
         console.print(f"results written to {DOC.relative_to(ROOT)}")
     return 0 if result.ok else 1
+
+
+def main() -> int:
+    args = parse_args()
+    seed = args.seed if args.seed is not None else new_seed()
+    config = core_config(args, seed, draw_plan(seed, long_shape(args.window, args.restarts)), args.window)
+    if args.restarts:
+        console.print("[yellow]this run restarts the local RabbitMQ broker and PostgreSQL server[/]")
+
+    def render(result: CoreChaosResult, host: dict[str, str], when: datetime) -> str:
+        return markdown(result, config, args.restarts, host, when)
+
+    return run_and_report(config, (BEGIN, END), None if args.no_write else render)
 
 
 if __name__ == "__main__":

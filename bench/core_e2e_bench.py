@@ -61,11 +61,18 @@ import httpx
 import uuid6
 from latency_bench import paced_publish, percentile, wait_ledger
 from prometheus_client.parser import text_string_to_metric_families
-from sqlalchemy.engine import make_url
 
 from app.messaging.topology import Topology
 from app.settings import EXTERNAL_CORE_FLUSHES
-from tests.utils.corebank import Acct, CoreBank, create_corebank_database, open_account, start_corebank, wait_ready
+from tests.utils.corebank import (
+    Acct,
+    CoreBank,
+    create_corebank_database,
+    dsn,
+    open_account,
+    start_corebank,
+    wait_ready,
+)
 from tests.utils.factories import make_wire_dict
 from tests.utils.services import drop_database
 
@@ -123,7 +130,7 @@ async def stand_in_for_autovacuum(core: CoreBank, args: argparse.Namespace) -> N
     """What autovacuum would have done in the core's database by now (see the module's docstring)."""
     if args.no_vacuum:
         return
-    conn = await asyncpg.connect(make_url(core.database_url).set(drivername="postgresql").render_as_string(False))
+    conn = await asyncpg.connect(dsn(core.database_url))
     try:
         await conn.execute("VACUUM ANALYZE")
     finally:

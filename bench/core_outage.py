@@ -16,23 +16,26 @@ Exit code 0 when every check held, 1 otherwise (the databases and the vhost are 
 """
 
 import argparse
-import asyncio
 import sys
 import tempfile
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from chaos_core_long import run  # noqa: E402  (a sibling: scripts run as `python bench/x.py`)
-from chaos_long import DOC, console, machine, write_doc  # noqa: E402
+from chaos_core_long import core_config, results_block, run_and_report  # noqa: E402  (a sibling script)
 
 from tests.chaos.config import new_seed  # noqa: E402
 from tests.chaos.core_plan import CorePlan, Event  # noqa: E402
-from tests.chaos.core_run import CoreChaosConfig, CoreChaosResult  # noqa: E402
+from tests.chaos.core_run import CoreChaosResult  # noqa: E402
 
-BEGIN, END = "<!-- BEGIN core_outage results -->", "<!-- END core_outage results -->"
+MARKERS = ("<!-- BEGIN core_outage results -->", "<!-- END core_outage results -->")
+HELD = (
+    "Every check held: no dead letter (no `retries_exhausted`, nothing expired), exactly one transfer in the core "
+    "per payment, debits = credits per currency, every balance = opening + credits - debits, remit's records = "
+    "the core's journal, nothing left in a queue."
+)
 
 
 def parse_args() -> argparse.Namespace:
@@ -49,62 +52,22 @@ def parse_args() -> argparse.Namespace:
     return p.parse_args()
 
 
-def markdown(result: CoreChaosResult, args: argparse.Namespace, host: dict[str, str], when: datetime) -> str:
-    lines = [
-        BEGIN,
-        f"### Run of {when:%Y-%m-%d %H:%M} UTC: {'passed' if result.ok else 'FAILED'}",
-        "",
-        f"`.venv/bin/python bench/core_outage.py --outage {args.outage:g} --at {args.at:g} --payments "
-        f"{args.payments} --publish {args.publish:g}`: {args.tenants} tenants, {args.consumers} consumers, "
-        f"{args.payments} payments published over {args.publish:g} s; the core SIGKILLed {args.at:g} s in, down "
-        f"for {args.outage:g} s, then restarted on its own database.",
-        "",
-        "Machine: " + "; ".join(f"{k} {v}" for k, v in host.items()) + ".",
-        "",
-        "| what | count |",
-        "|---|---:|",
-    ]
-    lines += [f"| {k} | {v} |" for k, v in result.summary_rows()]
-    lines.append("")
-    if result.violations:
-        lines += ["Violations:", ""] + [f"- {v}" for v in result.violations[:20]] + [""]
-    else:
-        lines += [
-            "Every check held: no dead letter (no `retries_exhausted`, nothing expired), exactly one transfer in "
-            "the core per payment, debits = credits per currency, every balance = opening + credits - debits, "
-            "remit's records = the core's journal, nothing left in a queue.",
-            "",
-        ]
-    lines.append(END)
-    return "\n".join(lines)
-
-
 def main() -> int:
     args = parse_args()
-    seed = new_seed()  # the payments' amounts and accounts; the plan is fixed
-    logs = args.logs / f"seed-{seed}"
-    logs.mkdir(parents=True, exist_ok=True)
-    config = CoreChaosConfig(
-        seed=seed,
-        plan=CorePlan(kills_at_core=(), events=(Event(at=args.at, kind="core_down", seconds=args.outage),)),
-        logs=logs,
-        payments=args.payments,
-        tenants=args.tenants,
-        consumers=args.consumers,
-        publish_seconds=args.publish,
-        accounts_per_side=20,
-        recover_timeout=args.recover_timeout,
-        plan_window=args.at + args.outage,
-    )
-    when = datetime.now(UTC)
-    result, database_url, core_database_url, vhost = asyncio.run(run(config))
-    console.print(result.summary())
-    if not result.ok:
-        console.print(f"[red]kept {database_url}, {core_database_url} and vhost {vhost}; logs in {logs}[/]")
-    if not args.no_write:
-        write_doc(markdown(result, args, asyncio.run(machine()), when), BEGIN, END)
-        console.print(f"results written to {DOC.relative_to(ROOT)}")
-    return 0 if result.ok else 1
+    # The seed draws the payments' amounts and accounts; the plan is fixed: the one outage.
+    plan = CorePlan(kills_at_core=(), events=(Event(at=args.at, kind="core_down", seconds=args.outage),))
+    config = core_config(args, new_seed(), plan, args.at + args.outage)
+
+    def render(result: CoreChaosResult, host: dict[str, str], when: datetime) -> str:
+        what = (
+            f"`.venv/bin/python bench/core_outage.py --outage {args.outage:g} --at {args.at:g} --payments "
+            f"{args.payments} --publish {args.publish:g}`: {args.tenants} tenants, {args.consumers} consumers, "
+            f"{args.payments} payments published over {args.publish:g} s; the core SIGKILLed {args.at:g} s in, "
+            f"down for {args.outage:g} s, then restarted on its own database."
+        )
+        return results_block(MARKERS, result, when, host, what, HELD)
+
+    return run_and_report(config, MARKERS, None if args.no_write else render)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 from corebank.errors import DatabaseNotReady
 from corebank.migrations import current_revision, head_revision, upgrade_to_head
 
+log = logging.getLogger("corebank")
+
 
 def _dsn(database_url: str, database: str | None = None) -> str:
     url = make_url(database_url).set(drivername="postgresql")
@@ -57,7 +59,6 @@ async def upgrade(database_url: str, create: bool) -> str:
     return f"{'created and ' if created else ''}migrated {_where(database_url)} to {head_revision()}"
 
 
-log = logging.getLogger("corebank")
 # Seen on a server with autovacuum off (docs/benchmarks.md, "External core"): `transfers` was never analyzed, the
 # idempotency look-up kept the sequential-scan plan cached while the table was empty, and every request got
 # slower as the table grew (118 ms per look-up of 128 keys at 60,000 transfers, 0.4 ms once analyzed).

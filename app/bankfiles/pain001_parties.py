@@ -44,9 +44,9 @@ def under(parent: str, paths: dict[str, str]) -> dict[str, str]:
     return {"/".join(filter(None, (parent, path))): key for path, key in paths.items()}
 
 
-# A tree of the paths' element names: name -> (the key of the node at that path or None, the steps below it or
-# None). Plain tuples and dicts: the walk below runs for every transaction of a file.
-_Steps = dict[object, tuple[str | None, "_Steps | None"]]
+# A tree of the paths' element names: name -> [the key of the node at that path or None, the steps below it].
+# Plain lists and dicts: the walk below runs for every transaction of a file.
+_Steps = dict[object, list[Any]]
 
 
 class NodeFinder:
@@ -54,27 +54,18 @@ class NodeFinder:
     an XPath union, five than a find() per path), keyed by name: NodeFinder(ns, {"PmtId/EndToEndId": "e2e"})."""
 
     def __init__(self, namespace: str, paths: dict[str, str]) -> None:
-        tree: dict[str, Any] = {}
+        self._steps: _Steps = {}
         for path, key in paths.items():
-            node = tree
-            for name in path.split("/"):
-                node = node.setdefault(f"{{{namespace}}}{name}", {})
-            node[""] = key
-        self._steps = _compile(tree)
+            *parents, last = (f"{{{namespace}}}{name}" for name in path.split("/"))
+            steps = self._steps
+            for name in parents:
+                steps = steps.setdefault(name, [None, {}])[1]
+            steps.setdefault(last, [None, {}])[0] = key
 
     def nodes(self, element: etree._Element) -> Nodes:
         found: Nodes = {}
         _walk(element, self._steps, found)
         return found
-
-
-def _compile(tree: dict[str, Any]) -> _Steps:
-    steps: _Steps = {}
-    for name, below in tree.items():
-        if name:
-            children = {k: v for k, v in below.items() if k}
-            steps[name] = (below.get(""), _compile(children) if children else None)
-    return steps
 
 
 def _walk(element: etree._Element, steps: _Steps, found: Nodes) -> None:
@@ -85,7 +76,7 @@ def _walk(element: etree._Element, steps: _Steps, found: Nodes) -> None:
             key, below = step
             if key is not None and key not in found:
                 found[key] = child
-            if below is not None:
+            if below:
                 _walk(child, below, found)
 
 

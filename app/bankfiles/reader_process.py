@@ -59,9 +59,9 @@ def _feed(stream: BinaryIO, pipe: IO[bytes]) -> None:
 
 def _frames(pipe: IO[bytes], name: str) -> Generator[Any, None, None]:
     while head := pipe.read(FRAME.size):
-        (size,) = FRAME.unpack(head) if len(head) == FRAME.size else (-1,)
-        blob = pipe.read(size) if size >= 0 else b""
-        if len(blob) != size or size < 0:
+        size = FRAME.unpack(head)[0] if len(head) == FRAME.size else -1  # -1: the length itself was cut off
+        blob = pipe.read(size) if size > 0 else b""
+        if len(blob) != size:
             raise ReaderProcessFailed(f"{name}: the process reading the file sent a cut-off answer")
         try:
             # Our own child's output, on a pipe only it writes, from our own code: the one place pickle is safe.
