@@ -8,7 +8,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO, Self
 
-from app.bankfiles.aba import read_aba
 from app.bankfiles.formats import SNIFF_BYTES, UTF8_BOM, BankFormat, check_readable, detect_format, parse_format
 from app.bankfiles.pain001 import read_pain001
 from app.bankfiles.reader_process import read_in_child
@@ -18,12 +17,22 @@ from app.bankfiles.text_formats import read_csv, read_jsonl
 from app.errors import UsageError
 
 Reader = Callable[[BinaryIO, str], Generator[BankRow, None, FileFacts]]
+
+
+def _read_aba(stream: BinaryIO, name: str) -> Generator[BankRow, None, FileFacts]:
+    # Imported when an ABA file is read: it checks references with the contract's pattern, and importing the
+    # contract (pydantic) is a third of the start-up of the process that reads a large pain.001 (reader_child).
+    from app.bankfiles.aba import read_aba
+
+    return read_aba(stream, name)
+
+
 READERS: dict[BankFormat, Reader] = {
     BankFormat.CSV: read_csv,
     BankFormat.JSONL: read_jsonl,
     BankFormat.PAIN_001_09: partial(read_pain001, message=BankFormat.PAIN_001_09.value),
     BankFormat.PAIN_001_03: partial(read_pain001, message=BankFormat.PAIN_001_03.value),
-    BankFormat.ABA: read_aba,
+    BankFormat.ABA: _read_aba,
 }
 _BUFFER_BYTES = 64 * 1024
 # Read in a child process (reader_process.py): pain.001 files from this size on. Starting the child costs about
@@ -79,14 +88,17 @@ class BankFile:
         else:
             rows = reader(self._stream, self.name)
         count = 0
-        while True:
-            try:
-                row = next(rows)
-            except StopIteration as done:
-                facts: FileFacts = done.value
-                break
-            count += 1
-            yield row
+        try:
+            while True:
+                try:
+                    row = next(rows)
+                except StopIteration as done:
+                    facts: FileFacts = done.value
+                    break
+                count += 1
+                yield row
+        finally:
+            rows.close()  # closed with this generator: a reader child stops at once, not when collected
         while self._stream.read(_BUFFER_BYTES):
             pass  # whatever the reader left (nothing, normally) still belongs to the file's hash
         sha256 = self._hashing.hexdigest()

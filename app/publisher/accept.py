@@ -9,7 +9,7 @@ see the batch whole or not at all.
 
 import asyncio
 import re
-from collections.abc import Iterator
+from collections.abc import Generator
 from datetime import UTC, datetime
 from itertools import islice
 from typing import Any
@@ -102,7 +102,7 @@ async def _stream(
 ) -> None:
     """Read and check the next chunk in a thread while this one is written; the thread is always waited for,
     so the file is never closed under it."""
-    rows: Iterator[BankRow] = bank.rows()
+    rows: Generator[BankRow, None, None] = bank.rows()
     total_bytes = bank.size
 
     def next_chunk() -> list[CheckedRow]:
@@ -117,6 +117,7 @@ async def _stream(
                 progress(IngestProgress(writer.tally.rows, bank.bytes_read, total_bytes))
     finally:
         await asyncio.gather(pending, return_exceptions=True)
+        rows.close()  # a file refused part-way stops its reader (a large pain.001's child process) now
 
 
 async def _active_tenant(conn: AsyncConnection, tenant_id: str) -> Row[Any]:

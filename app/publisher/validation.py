@@ -124,10 +124,11 @@ def settle_references(
 
 
 def _check(row: RawRow, ctx: BatchContext, shared: "_Fields") -> CheckedRow:
-    if row.record_type == CONTROL:
+    record_type = row.record_type
+    if record_type == CONTROL:
         return _control(row)
-    if row.record_type != PAYMENT:
-        return CheckedRow(row, errors=[f"record_type {row.record_type!r} is not payment/control"])
+    if record_type != PAYMENT:
+        return CheckedRow(row, errors=[f"record_type {record_type!r} is not payment/control"])
     try:
         message = shared.message(_payload(row))
     except (ValidationError, ValueError) as exc:
@@ -140,13 +141,16 @@ def _check(row: RawRow, ctx: BatchContext, shared: "_Fields") -> CheckedRow:
     return CheckedRow(row, message, body, errors)
 
 
-def _payload(row: RawRow) -> dict[str, Any]:
-    if PARSE_ERROR in row.fields:
-        raise ValueError(row.fields[PARSE_ERROR])
-    if not _ROW_FIELDS.issuperset(row.fields):
-        unknown = set(row.fields) - _ROW_FIELDS
+def _payload(row: RawRow) -> Mapping[str, Any]:
+    fields = row.fields
+    if PARSE_ERROR in fields:
+        raise ValueError(fields[PARSE_ERROR])
+    if not _ROW_FIELDS.issuperset(fields):
+        unknown = set(fields) - _ROW_FIELDS
         raise ValueError(f"unknown column(s): {', '.join(sorted(unknown))}; the columns are: {expected_fields()}")
-    payload: dict[str, Any] = {k: row.fields[k] for k in PAYMENT_FIELDS if k in row.fields}
+    if row.typed and "record_type" not in fields:
+        return fields  # typed payment fields only: validated as they are, not copied
+    payload: dict[str, Any] = {k: fields[k] for k in PAYMENT_FIELDS if k in fields}
     if not row.typed:
         payload["amount_cents"] = _cents(payload.get("amount_cents"))
     return payload
@@ -168,7 +172,7 @@ class _Fields:
         }
         self.body = WireBodies()
 
-    def message(self, payload: dict[str, Any]) -> PaymentMessage:
+    def message(self, payload: Mapping[str, Any]) -> PaymentMessage:
         return PaymentMessage.model_validate(
             {"message_id": new_message_id(), **self.envelope, **payload, **self.control}
         )

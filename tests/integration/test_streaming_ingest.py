@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select, text
 
+from app.bankfiles.reader import CHILD_MIN_BYTES
 from app.errors import BatchRefused, FileRefused, LimitExceeded, UsageError
 from app.publisher.accept import submit_batch
 from app.publisher.commands import IngestProgress, SubmitBatch
@@ -21,7 +22,7 @@ from app.storage.tables import batch_rejections, batch_totals, batches, outbox
 from app.storage.unit_of_work import UnitOfWorkFactory
 from tests.utils.bankfile_samples import write_sample
 from tests.utils.bankfile_writers import PAIN_001_09, AbaDetail, AbaFile, Tx, pain001
-from tests.utils.ingest_process import ingest_in_process
+from tests.utils.ingest_process import ingest_in_process, reader_children
 from tests.utils.world import fresh_tenant, payment_row, write_csv
 
 pytestmark = pytest.mark.integration
@@ -179,6 +180,24 @@ async def test_a_file_far_over_the_limit_is_refused_without_reading_it_all(
             progress=seen.append,
         )
     assert seen[-1].rows == 100  # refused at the first chunk past the limit, 19,900 rows before the end
+    assert await _left_behind(uow_factory, tenant) == NOTHING
+
+
+async def test_a_large_pain001_refused_part_way_stops_its_reader_process_first(
+    app_uow: UnitOfWorkFactory, uow_factory: UnitOfWorkFactory, settings: Settings, tmp_path: Path
+) -> None:
+    # Before: the reader child (a pain.001 of 4 MiB or more) ran on until the refused ingest's generator was
+    # collected; when that was at interpreter exit, its feeder thread held the pipe and the exit aborted
+    # ("Fatal Python error: _enter_buffered_busy").
+    tenant = await fresh_tenant(uow_factory)
+    await _set_limits(uow_factory, tenant, max_in_flight=100)
+    path = tmp_path / "big.xml"
+    write_sample(path, "pain.001", 12_000)
+    assert path.stat().st_size >= CHILD_MIN_BYTES
+    with pytest.raises(LimitExceeded, match="limit of 100") as refused:
+        await submit_batch(SubmitBatch(tenant, path), app_uow, settings.model_copy(update={"ingest_chunk_rows": 50}))
+    assert refused.traceback  # still held, with every frame of the ingest, as a caller logging it would
+    assert reader_children() == []
     assert await _left_behind(uow_factory, tenant) == NOTHING
 
 

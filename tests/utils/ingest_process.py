@@ -55,3 +55,20 @@ def ingest_in_process(database_url: str, tenant: str, path: Path, **settings: st
     assert done.returncode == 0, done.stderr[-3000:]
     result: dict[str, float] = json.loads(done.stdout.splitlines()[-1])
     return result
+
+
+def reader_children() -> list[int]:
+    """Pids of this process's living children that read a bank file (app/bankfiles/reader_child.py)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue  # ended meanwhile
+        fields = stat.rpartition(")")[2].split()
+        if int(fields[1]) == os.getpid() and fields[0] != "Z" and b"app.bankfiles.reader_child" in command:
+            found.append(int(entry.name))
+    return found
