@@ -18,7 +18,8 @@ class AmountError(ValueError):
 def parse_decimal(text: str | None) -> Decimal:
     """An amount as written in the file; AmountError unless it is a plain non-negative decimal."""
     cleaned = (text or "").strip()
-    if not _DECIMAL.match(cleaned) or _value_digits(cleaned) > _MAX_DIGITS:
+    # A string of at most _MAX_DIGITS characters cannot hold more digits: most amounts skip the count.
+    if not _DECIMAL.match(cleaned) or (len(cleaned) > _MAX_DIGITS and _value_digits(cleaned) > _MAX_DIGITS):
         raise AmountError(f"amount {cleaned[:24]!r} is not a decimal number of at most {_MAX_DIGITS} digits")
     return Decimal(cleaned)
 

@@ -138,6 +138,7 @@ class _Reader:
     def __init__(self, name: str, namespace: str) -> None:
         self.name = name
         self.namespace = namespace
+        self.tx_tag, self.block_tag = f"{{{namespace}}}CdtTrfTxInf", f"{{{namespace}}}PmtInf"
         self.block_nodes = NodeFinder(namespace, _BLOCK_PATHS)
         self.tx_nodes = NodeFinder(namespace, _TX_PATHS)
         self.group = _Group()
@@ -147,10 +148,10 @@ class _Reader:
     def handle(self, events: Iterator[tuple[str, Any]], fed: int) -> Iterator[BankRow]:
         self.unit_bytes += fed
         for _event, element in events:
-            local = element.tag.rpartition("}")[2]
-            if local == "CdtTrfTxInf":
+            tag = element.tag
+            if tag == self.tx_tag:
                 yield self._transaction(element)
-            elif local == "PmtInf":
+            elif tag == self.block_tag:
                 self._end_block()
             else:
                 self._group_header(element)
@@ -247,10 +248,10 @@ class _Reader:
         # CtrlSum adds every amount as written, whatever its currency and whether remit can pay it.
         block.total = _EXACT.add(block.total, amount)
         self.group.total = _EXACT.add(self.group.total, amount)
-        self.group.currencies.add((written.get("Ccy") if written is not None else None) or "")
+        currency = (written.get("Ccy") if written is not None else None) or ""
+        self.group.currencies.add(currency)
         if instructed is None:
             return ["Amt has no InstdAmt (EqvtAmt, an amount to convert into another currency, is not supported)"]
-        currency = instructed.get("Ccy") or ""
         fields["currency"] = currency
         try:
             fields["amount_cents"] = to_minor_units(amount, currency)
