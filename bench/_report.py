@@ -17,6 +17,7 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from importlib import metadata
@@ -319,8 +320,9 @@ def _server_versions() -> str:
         overview = httpx.get(f"{MANAGEMENT_URL}/api/overview", auth=MANAGEMENT_AUTH, timeout=5).json()
         rabbit = str(overview.get("rabbitmq_version", "?"))
     pg = "?"
-    with contextlib.suppress(Exception):
-        pg = str(asyncio.run(scalar(PG_ADMIN_DSN, "SHOW server_version"))).split()[0]
+    with contextlib.suppress(Exception), ThreadPoolExecutor(1) as pool:
+        # On a thread of its own: a bench that asks from inside its event loop cannot asyncio.run here.
+        pg = str(pool.submit(lambda: asyncio.run(scalar(PG_ADMIN_DSN, "SHOW server_version"))).result(10)).split()[0]
     return f"RabbitMQ {rabbit}, PostgreSQL {pg}"
 
 
