@@ -209,8 +209,9 @@ def report(args: argparse.Namespace, res: Results, machine: str) -> str:
     vs_naive = remit / naive
     per_round_raw = [b / a for a, b in zip(res.raw, res.remit, strict=False)]
     per_round_naive = [b / a for a, b in zip(res.naive, res.remit, strict=False)]
-    ok_raw = "PASS" if vs_raw >= 0.70 else "MISS"
-    ok_naive = "PASS" if vs_naive >= 3.0 else "MISS"
+    # Issue 18's bars: the median at 85% of raw with no round below 70%, and 8 times the naive consumer.
+    ok_raw = "PASS" if vs_raw >= 0.85 and min(per_round_raw, default=0.0) >= 0.70 else "MISS"
+    ok_naive = "PASS" if vs_naive >= 8.0 else "MISS"
     body_size = len(r.make_payments(1)[0].body)
     return f"""{machine}
 
@@ -233,15 +234,16 @@ group commit, ack(multiple) after commit, batch max {args.commit_batch_max} \
 
 | bar | ratio of medians | per-round ratios | result |
 |---|---|---|---|
-| remit >= 70% of raw | {vs_raw:.0%} | {", ".join(f"{x:.0%}" for x in per_round_raw)} | **{ok_raw}** |
-| remit >= 3x naive | {vs_naive:.1f}x | {", ".join(f"{x:.1f}x" for x in per_round_naive)} | **{ok_naive}** |
+| remit >= 85% of raw, no round below 70% | {vs_raw:.0%} | {", ".join(f"{x:.0%}" for x in per_round_raw)} \
+| **{ok_raw}** |
+| remit >= 8x naive | {vs_naive:.1f}x | {", ".join(f"{x:.1f}x" for x in per_round_naive)} | **{ok_naive}** |
 """
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--messages", type=int, default=50_000, help="messages per drain (default 50,000)")
-    parser.add_argument("--runs", type=int, default=3, help="interleaved rounds; medians are reported")
+    parser.add_argument("--runs", type=int, default=5, help="interleaved rounds; medians are reported")
     parser.add_argument("--prefetch", type=int, default=int(os.environ.get("REMIT_PREFETCH", "100")))
     parser.add_argument("--commit-batch-max", type=int, default=int(os.environ.get("REMIT_COMMIT_BATCH_MAX", "256")))
     parser.add_argument("--naive-prefetch", type=int, default=64)
