@@ -5,10 +5,18 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.cli.common import console, friendly_errors, run
+from app.cli.common import console, err_console, friendly_errors, run
 from app.resources import open_owner_engine
 from app.settings import Settings, get_settings, owner_url, system_url
 from app.storage.migrations import upgrade_to_head
+
+# Seen with the external core on a server without autovacuum (docs/benchmarks.md, "External core"): a table never
+# analyzed keeps the plans PostgreSQL made for it while it was empty, and prepared look-ups slow down as it grows.
+NO_AUTOVACUUM = (
+    "warning: autovacuum is off on this PostgreSQL server: remit's tables (outbox, processed_messages, ledger, "
+    "dead letters) are then never analyzed, and the look-ups planned while they were small keep those plans as "
+    "they grow. Turn autovacuum on, or run VACUUM ANALYZE on remit's database regularly."
+)
 
 db_app = typer.Typer(help="Database set-up: `remit db upgrade` is the prestart step.", no_args_is_help=True)
 
@@ -30,7 +38,11 @@ async def prestart(settings: Settings, create: bool) -> None:
         await upgrade_to_head(owner_url(settings))
         for service_url in (settings.database_url, system_url(settings)):
             await set_service_password(owner, service_url)
+        async with owner.connect() as conn:
+            autovacuum = (await conn.execute(text("SHOW autovacuum"))).scalar_one()
     console.print("database migrated to head")
+    if autovacuum != "on":
+        err_console.print(NO_AUTOVACUUM, style="yellow", markup=False)
 
 
 async def set_service_password(owner: AsyncEngine, service_url: str) -> None:
