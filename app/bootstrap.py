@@ -46,6 +46,7 @@ from app.messaging.topology import Topology
 from app.observability import queue_gauges
 from app.observability.live_queues import QueueWatch
 from app.observability.metrics import Metrics, ObserveCore, ignore_core
+from app.observability.pauses import watch_pauses
 from app.observability.store_gauges import refresh_forever
 from app.payment_rules import PaymentRules
 from app.publisher.fair_selection import QueueDepths
@@ -255,6 +256,7 @@ async def running_consumer(settings: Settings, ports: Ports) -> AsyncIterator[Ru
                     name="queue-gauges",
                 ),
                 asyncio.create_task(pools.run_forever(database.uow, POOL_SYNC_SECONDS), name="pool-sync"),
+                asyncio.create_task(watch_pauses(metrics.observe_pause), name="pause-watch"),
             ]
             try:
                 yield RunningConsumer(database, services, pools, core)

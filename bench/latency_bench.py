@@ -138,31 +138,52 @@ async def raw_latency(env: r.BenchEnv, queue: str, rate: float, args: argparse.N
 
 
 STAGES = ("delivered", "buffered", "processing", "commit_wait", "commit", "settle")
-Buckets = dict[str, list[tuple[float, float]]]  # stage -> [(upper bound s, cumulative count)]
+PAUSES = ("gc_gen0", "gc_gen1", "gc_gen2", "loop_lag")  # remit_pause_seconds (app/observability/pauses.py)
+LONG_PAUSE = 0.025  # seconds: a pause this long shows in a p99 measured in tens of milliseconds
+Buckets = dict[str, list[tuple[float, float]]]  # "stage:<name>" or "pause:<kind>" -> [(upper bound s, cumulative)]
+_HISTOGRAMS = {"remit_batch_stage_seconds_bucket": ("stage", "stage"), "remit_pause_seconds_bucket": ("pause", "kind")}
 
 
 async def stage_buckets(port: int) -> Buckets:
-    """The consumer's remit_batch_stage_seconds histogram, from its /metrics."""
+    """The consumer's remit_batch_stage_seconds and remit_pause_seconds histograms, from its /metrics."""
     async with httpx.AsyncClient(timeout=10) as client:
         text = (await client.get(f"http://127.0.0.1:{port}/metrics")).text
     buckets: Buckets = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
-            if sample.name == "remit_batch_stage_seconds_bucket":
+            if sample.name in _HISTOGRAMS:
+                prefix, label = _HISTOGRAMS[sample.name]
                 bound = float(sample.labels["le"])
-                buckets.setdefault(sample.labels["stage"], []).append((bound, sample.value))
+                buckets.setdefault(f"{prefix}:{sample.labels[label]}", []).append((bound, sample.value))
     return buckets
 
 
+def _counts(before: Buckets, after: Buckets, key: str) -> list[tuple[float, float]]:
+    """Cumulative bucket counts of the paced phase only (after minus before)."""
+    old = dict(before.get(key, []))
+    return [(bound, n - old.get(bound, 0.0)) for bound, n in sorted(after.get(key, []))]
+
+
 def stage_p99(before: Buckets, after: Buckets) -> dict[str, float]:
-    """p99 per stage over the paced phase only (bucket counts after minus before), as the bucket bound in ms."""
+    """p99 per stage over the paced phase only, as the bucket bound in ms."""
     result = {}
     for stage in STAGES:
-        old = dict(before.get(stage, []))
-        counts = [(bound, n - old.get(bound, 0.0)) for bound, n in sorted(after.get(stage, []))]
+        counts = _counts(before, after, f"stage:{stage}")
         total = counts[-1][1] if counts else 0.0
         bound = next((b for b, n in counts if total and n >= 0.99 * total), float("nan"))
         result[stage] = bound * 1000
+    return result
+
+
+def pause_summary(before: Buckets, after: Buckets) -> dict[str, float]:
+    """Per kind of pause over the paced phase: how many, how many of LONG_PAUSE or more, the longest's bucket (ms)."""
+    result: dict[str, float] = {}
+    for kind in PAUSES:
+        counts = _counts(before, after, f"pause:{kind}")
+        total = counts[-1][1] if counts else 0.0
+        short = next((n for b, n in counts if b >= LONG_PAUSE), total)
+        longest = next((b for b, n in counts if n >= total), float("nan")) if total else 0.0
+        result |= {f"{kind}:n": total, f"{kind}:long": total - short, f"{kind}:max": longest * 1000}
     return result
 
 
@@ -206,7 +227,8 @@ async def one_run(
         before = await stage_buckets(port)
         sent = await paced_publish(env, paced, rate)
         await wait_ledger(conn, len(paced))
-        stages = stage_p99(before, await stage_buckets(port))
+        after = await stage_buckets(port)
+        stages = {**stage_p99(before, after), **pause_summary(before, after)}
         rows = await conn.fetch("SELECT message_id::text AS id, extract(epoch FROM booked_at) AS at FROM ledger")
     finally:
         await conn.close()
@@ -283,6 +305,16 @@ def report(args: argparse.Namespace, res: list[dict[str, float]], machine: str) 
         f"| {stage} | " + " | ".join(f"{x.get(f'stage:{stage}', float('nan')):g}" for x in res) + " |"
         for stage in STAGES
     )
+    pause_rows = "\n".join(
+        f"| {kind} | "
+        + " | ".join(
+            f"{x.get(f'stage:{kind}:n', 0):,.0f} / {x.get(f'stage:{kind}:long', 0):,.0f} / "
+            f"{x.get(f'stage:{kind}:max', float('nan')):g}"
+            for x in res
+        )
+        + " |"
+        for kind in PAUSES
+    )
     return f"""{machine}
 
 `.venv/bin/python bench/latency_bench.py --runs {args.runs} --seconds {args.seconds} --load {args.load} \
@@ -317,6 +349,14 @@ scraped from the consumer's /metrics before and after; p99 as the upper bound of
 | stage | {" | ".join(f"run {i}" for i in range(1, len(res) + 1))} |
 |---|{"---|" * len(res)}
 {stage_rows}
+
+The consumer's own pauses in the same phase (`remit_pause_seconds`, app/observability/pauses.py): each
+garbage collection by generation, and how late a 50 ms timer of its event loop fired; per run: how many /
+how many of {LONG_PAUSE * 1000:g} ms or more / the longest one's bucket bound, ms:
+
+| pause | {" | ".join(f"run {i}" for i in range(1, len(res) + 1))} |
+|---|{"---|" * len(res)}
+{pause_rows}
 
 | bar | median | result |
 |---|---|---|

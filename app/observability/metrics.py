@@ -26,6 +26,8 @@ def ignore_core(route: str, result: str, seconds: float) -> None:
 MAX_TENANT_LABELS = 200
 OTHER = "other"
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+# A pause of the process (a collection, the event loop held up): from half a millisecond to seconds.
+PAUSE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 # A core request on loopback takes milliseconds to tens of them: finer at the low end than LATENCY_BUCKETS.
 CORE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
@@ -98,6 +100,14 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
+        self.pauses = Histogram(
+            "remit_pause_seconds",
+            "Pauses of this process: each garbage collection by generation (gc_gen0, gc_gen1, gc_gen2), and how "
+            "late the event loop ran a timer (loop_lag): a delivery that arrives meanwhile waits that long",
+            ["kind"],
+            buckets=PAUSE_BUCKETS,
+            registry=r,
+        )
 
         self.queue_messages = Gauge(
             "remit_queue_messages",
@@ -151,6 +161,9 @@ class Metrics:
 
     def observe_stage(self, stage: str, seconds: float) -> None:
         self.batch_stage.labels(stage).observe(seconds)
+
+    def observe_pause(self, kind: str, seconds: float) -> None:
+        self.pauses.labels(kind).observe(seconds)
 
     def observe_core(self, route: str, result: str, seconds: float) -> None:
         self.core_request.labels(route, result).observe(seconds)
