@@ -2,11 +2,14 @@
 
 import asyncio
 import gc
+import subprocess
+import sys
 import time
 from contextlib import suppress
 
 from app.observability.metrics import Metrics
 from app.observability.pauses import watch_pauses
+from tests.utils.ingest_process import ROOT
 
 
 def _count(metrics: Metrics, kind: str, le: str | None = None) -> float:
@@ -55,3 +58,33 @@ async def test_every_collection_is_timed_by_generation_and_the_timer_leaves_with
     seen = _count(metrics, "gc_gen2")
     gc.collect(2)
     assert _count(metrics, "gc_gen2") == seen  # a collection after the watch ended is not timed
+
+
+_COLLECTING_EVERYWHERE = """
+import asyncio, gc
+from app.observability.metrics import Metrics
+from app.observability.pauses import watch_pauses
+
+async def main():
+    metrics = Metrics()
+    gc.set_threshold(1)  # a collection at almost every allocation, so also inside a metric's own lock
+    task = asyncio.create_task(watch_pauses(metrics.observe_pause, interval=0.001))
+    await asyncio.sleep(0.3)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    gc.set_threshold(700)
+    print(metrics.registry.get_sample_value("remit_pause_seconds_count", {"kind": "gc_gen0"}))
+
+asyncio.run(main())
+"""
+
+
+def test_a_collection_inside_a_metrics_lock_does_not_deadlock_the_process() -> None:
+    # Before: the collector's callback observed the histogram itself; a collection that started while the
+    # watcher was creating the histogram's label child (holding its lock) took that lock again: the consumer
+    # hung, found by bench/latency_bench.py (py-spy: labels -> observe_pause -> CollectionTimer -> labels).
+    done = subprocess.run(
+        [sys.executable, "-c", _COLLECTING_EVERYWHERE], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert float(done.stdout.split()[-1]) > 0
