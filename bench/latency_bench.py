@@ -228,7 +228,7 @@ async def one_run(
         sent = await paced_publish(env, paced, rate)
         await wait_ledger(conn, len(paced))
         after = await stage_buckets(port)
-        stages = {**stage_p99(before, after), **pause_summary(before, after)}
+        stages, pauses = stage_p99(before, after), pause_summary(before, after)
         rows = await conn.fetch("SELECT message_id::text AS id, extract(epoch FROM booked_at) AS at FROM ledger")
     finally:
         await conn.close()
@@ -260,6 +260,7 @@ async def one_run(
         "raw_p999": percentile(raw, 0.999),
         "diff_p99": percentile(lat, 0.99) - percentile(raw, 0.99),
         **{f"stage:{name}": value for name, value in stages.items()},
+        **{f"pause:{name}": value for name, value in pauses.items()},
     }
 
 
@@ -308,8 +309,8 @@ def report(args: argparse.Namespace, res: list[dict[str, float]], machine: str) 
     pause_rows = "\n".join(
         f"| {kind} | "
         + " | ".join(
-            f"{x.get(f'stage:{kind}:n', 0):,.0f} / {x.get(f'stage:{kind}:long', 0):,.0f} / "
-            f"{x.get(f'stage:{kind}:max', float('nan')):g}"
+            f"{x.get(f'pause:{kind}:n', 0):,.0f} / {x.get(f'pause:{kind}:long', 0):,.0f} / "
+            f"{x.get(f'pause:{kind}:max', float('nan')):g}"
             for x in res
         )
         + " |"

@@ -109,11 +109,7 @@ async def _stream(
     def next_chunk() -> list[CheckedRow]:
         return check_rows(islice(rows, chunk_rows), ctx)
 
-    # The collector is paused while the file streams, not only while a chunk is checked: in the gaps between
-    # checks it walked the chunks still alive (the one being written, the one read meanwhile), which reference
-    # counting frees once written; that was about a sixth of the ingest process's CPU. Cycles made elsewhere
-    # in the process meanwhile are collected when the file has been read.
-    with gc_paused():
+    with gc_paused():  # the chunks' objects die by reference counting: the collector would only walk them
         pending = asyncio.ensure_future(asyncio.to_thread(next_chunk))
         try:
             while chunk := await pending:

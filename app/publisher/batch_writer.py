@@ -215,19 +215,22 @@ class BatchWriter:
 
 
 def _origin(row: RawRow) -> Origin | None:
-    if not isinstance(row, BankRow) or row.origin is None:
+    origin = row.origin if isinstance(row, BankRow) else None
+    if origin is None:
         return None
-    # pain.001's schema allows 35 characters; a longer id is in a file its schema check refuses at its end,
-    # and until then the row must still fit its column.
-    origin = row.origin
-    return Origin(origin.payment_information_id[:MAX_ID], origin.end_to_end_id, _cut(origin.instruction_id))
+    block, instruction = _cut_ids(origin)
+    return Origin(block, origin.end_to_end_id, instruction)
 
 
 def _origin_ids(row: RawRow) -> tuple[str | None, str | None]:
     """_origin's two ids, without building an Origin for every accepted row."""
     origin = row.origin if isinstance(row, BankRow) else None
-    if origin is None:
-        return None, None
+    return (None, None) if origin is None else _cut_ids(origin)
+
+
+def _cut_ids(origin: Origin) -> tuple[str, str | None]:
+    # pain.001's schema allows 35 characters; a longer id is in a file its schema check refuses at its end,
+    # and until then the row must still fit its column.
     return origin.payment_information_id[:MAX_ID], _cut(origin.instruction_id)
 
 

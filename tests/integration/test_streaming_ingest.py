@@ -164,40 +164,30 @@ async def test_a_file_over_the_in_flight_limit_is_refused_whole(
     assert await _left_behind(uow_factory, tenant) == NOTHING
 
 
+# A pain.001 of 4 MiB or more is read by a child process (CHILD_MIN_BYTES). Before: that child ran on until the
+# refused ingest's generator was collected; when that was at interpreter exit, its feeder thread held the pipe
+# and the exit aborted ("Fatal Python error: _enter_buffered_busy").
+@pytest.mark.parametrize(("fmt", "rows"), [("csv", 20_000), ("pain.001", 12_000)])
 async def test_a_file_far_over_the_limit_is_refused_without_reading_it_all(
-    app_uow: UnitOfWorkFactory, uow_factory: UnitOfWorkFactory, settings: Settings, tmp_path: Path
+    app_uow: UnitOfWorkFactory, uow_factory: UnitOfWorkFactory, settings: Settings, tmp_path: Path, fmt: str, rows: int
 ) -> None:
     tenant = await fresh_tenant(uow_factory)
     await _set_limits(uow_factory, tenant, max_in_flight=100)
-    path = tmp_path / "big.csv"
-    write_sample(path, "csv", 20_000)
+    path = tmp_path / f"big.{fmt}"
+    write_sample(path, fmt, rows)
+    if fmt == "pain.001":
+        assert path.stat().st_size >= CHILD_MIN_BYTES
     seen: list[IngestProgress] = []
-    with pytest.raises(LimitExceeded, match="limit of 100"):
+    with pytest.raises(LimitExceeded, match="limit of 100") as refused:
         await submit_batch(
             SubmitBatch(tenant, path),
             app_uow,
             settings.model_copy(update={"ingest_chunk_rows": 50}),
             progress=seen.append,
         )
-    assert seen[-1].rows == 100  # refused at the first chunk past the limit, 19,900 rows before the end
-    assert await _left_behind(uow_factory, tenant) == NOTHING
-
-
-async def test_a_large_pain001_refused_part_way_stops_its_reader_process_first(
-    app_uow: UnitOfWorkFactory, uow_factory: UnitOfWorkFactory, settings: Settings, tmp_path: Path
-) -> None:
-    # Before: the reader child (a pain.001 of 4 MiB or more) ran on until the refused ingest's generator was
-    # collected; when that was at interpreter exit, its feeder thread held the pipe and the exit aborted
-    # ("Fatal Python error: _enter_buffered_busy").
-    tenant = await fresh_tenant(uow_factory)
-    await _set_limits(uow_factory, tenant, max_in_flight=100)
-    path = tmp_path / "big.xml"
-    write_sample(path, "pain.001", 12_000)
-    assert path.stat().st_size >= CHILD_MIN_BYTES
-    with pytest.raises(LimitExceeded, match="limit of 100") as refused:
-        await submit_batch(SubmitBatch(tenant, path), app_uow, settings.model_copy(update={"ingest_chunk_rows": 50}))
+    assert seen[-1].rows == 100  # refused at the first chunk past the limit, thousands of rows before the end
     assert refused.traceback  # still held, with every frame of the ingest, as a caller logging it would
-    assert reader_children() == []
+    assert reader_children() == []  # the reader stopped before the refusal reached its caller
     assert await _left_behind(uow_factory, tenant) == NOTHING
 
 
