@@ -15,7 +15,7 @@ import os
 import socket
 from dataclasses import dataclass
 
-from aio_pika.abc import AbstractConnection
+from aio_pika.abc import AbstractRobustConnection
 
 from app.consumer.breaker import BreakerState, BreakerStatus
 from app.consumer.delivery import BodyLimits
@@ -62,7 +62,7 @@ class WorkerSettings:
 class PoolManager:
     def __init__(
         self,
-        connection: AbstractConnection,
+        connection: AbstractRobustConnection,
         topology: Topology,
         settings: WorkerSettings,
         process: ProcessBatch,

@@ -9,6 +9,12 @@ the worker gives it to the processor (one group commit) and reports it settled. 
 `basic.ack(multiple)` for the longest run of settled deliveries at the head of the channel (see
 Settlements), never covering an unsettled one.
 
+Deliveries are consumed on the aiormq channel under aio-pika's robust one: aio-pika's `IncomingMessage` and
+the task it starts per delivery cost more CPU than the checks remit makes (docs/benchmarks.md, "Consumer").
+So this module owns what aio-pika's queue did for a consumer: it consumes again on the new channel after a
+reconnection (the robust channel's reopen callback), and a consumer the broker cancelled (its queue
+deleted) leaves the pool not running, for the pool manager's next sync to start it again.
+
 Bytes are bounded as well as deliveries: a body over the hard cap is cut to a prefix the moment it
 arrives (its length and SHA-256 kept, the original dropped), and a pool's window is never more
 deliveries than its byte budget allows (BodyLimits). Lowering basic.qos would not do: RabbitMQ applies a
@@ -21,8 +27,10 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from aio_pika.abc import AbstractChannel, AbstractConnection, AbstractIncomingMessage, AbstractQueue
-from aio_pika.exceptions import ChannelInvalidStateError
+from aio_pika.abc import AbstractRobustChannel as Channel
+from aio_pika.abc import AbstractRobustConnection
+from aiormq.abc import AbstractChannel as Underlay
+from aiormq.abc import DeliveredMessage
 
 from app.consumer.delivery import BodyLimits, Delivery, Truncated
 from app.messaging import headers
@@ -31,6 +39,7 @@ from app.observability.metrics import ObserveStage, ignore_stage
 log = logging.getLogger("remit.consumer")
 
 ProcessBatch = Callable[[Sequence[Delivery]], Awaitable[list[bool]]]
+Receipt = tuple[Underlay, int]  # the channel a delivery came on, and its delivery tag there
 
 # When even a failure could not be recorded (database down), pause before the deliveries go back to the
 # queue so an outage is not a hot redelivery loop; the quorum delivery limit is the backstop.
@@ -48,53 +57,48 @@ class Settlements:
     """
 
     def __init__(self) -> None:
-        self._channel: object = None
-        self._unsettled: dict[int, AbstractIncomingMessage] = {}  # in delivery order
+        self._channel: Underlay | None = None
+        self._unsettled: dict[int, None] = {}  # tags in delivery order
         self._settled: dict[int, bool] = {}  # tag -> acked (False: nacked)
         # Frames must leave in tag order: an ack(multiple) for a lower tag after a higher one would name
         # a tag the broker no longer knows, and it closes the channel for that.
         self._lock = asyncio.Lock()
 
-    def delivered(self, message: AbstractIncomingMessage) -> None:
-        try:
-            channel = message.channel  # aio-pika raises once that channel has closed
-        except ChannelInvalidStateError:
-            return  # already gone with its channel: the broker redelivers it
+    def delivered(self, channel: Underlay, tag: int) -> None:
         if channel is not self._channel:
             self._channel = channel
             self._unsettled.clear()
             self._settled.clear()
-        if message.delivery_tag is not None:
-            self._unsettled[message.delivery_tag] = message
+        self._unsettled[tag] = None
 
-    async def settle(self, batch: Sequence[AbstractIncomingMessage], settled: Sequence[bool]) -> None:
+    async def settle(self, batch: Sequence[Receipt], settled: Sequence[bool]) -> None:
         async with self._lock:
             await self._settle(batch, settled)
 
-    async def _settle(self, batch: Sequence[AbstractIncomingMessage], settled: Sequence[bool]) -> None:
-        for message, ok in zip(batch, settled, strict=True):
-            tag = message.delivery_tag
-            # The same object, not just the same tag: a new channel numbers its deliveries from 1 again.
-            if tag is None or self._unsettled.get(tag) is not message:
+    async def _settle(self, batch: Sequence[Receipt], settled: Sequence[bool]) -> None:
+        channel = self._channel
+        for (came_on, tag), ok in zip(batch, settled, strict=True):
+            # The same channel, not just the same tag: a new channel numbers its deliveries from 1 again.
+            if came_on is not channel or tag not in self._unsettled:
                 continue  # from a channel that is gone: the broker has it back already
             if not ok:
-                await message.nack(requeue=True)  # if this raises, the delivery stays unsettled
+                await came_on.basic_nack(tag, requeue=True)  # if this raises, the delivery stays unsettled
             self._settled[tag] = ok
-        head: AbstractIncomingMessage | None = None
+        head: int | None = None
         for tag in list(self._unsettled):
             if tag not in self._settled:
                 break
-            message = self._unsettled.pop(tag)
+            del self._unsettled[tag]
             if self._settled.pop(tag):
-                head = message
-        if head is not None:
-            await head.ack(multiple=True)
+                head = tag
+        if head is not None and channel is not None:
+            await channel.basic_ack(head, multiple=True)
 
 
 class QueueWorkers:
     def __init__(
         self,
-        connection: AbstractConnection,
+        connection: AbstractRobustConnection,
         queue: str,
         queue_arguments: Mapping[str, Any] | None,
         workers: int,
@@ -113,7 +117,7 @@ class QueueWorkers:
         self._prefetch = bodies.window(prefetch * self.size)
         self._max_batch = max(1, max_batch)
         self._process = process
-        self._buffer: list[AbstractIncomingMessage] = []
+        self._buffer: list[Receipt] = []
         self._deliveries: list[Delivery] = []  # what the processor gets, one per buffered message
         self._arrivals: list[float] = []  # arrival time (epoch seconds) of each buffered delivery
         self._arrived = asyncio.Event()
@@ -123,37 +127,69 @@ class QueueWorkers:
         self._dispatcher: asyncio.Task[None] | None = None
         self._batches: set[asyncio.Task[None]] = set()
         self._in_flight = 0
-        self._channel: AbstractChannel | None = None
-        self._consumer: tuple[AbstractQueue, str] | None = None
+        self._channel: Channel | None = None
+        self._consumer: tuple[Underlay, str] | None = None  # the channel consumed on, and the consumer tag
+        self._lost = False  # the broker cancelled the consumer, or consuming again after a reconnection failed
 
     @property
     def running(self) -> int:
         """Workers able to take a batch: all of them while the pool runs, none when it is stopped."""
-        return self.size if self._dispatcher is not None and not self._dispatcher.done() else 0
+        alive = self._dispatcher is not None and not self._dispatcher.done() and not self._lost
+        return self.size if alive else 0
 
     async def start(self) -> None:
         if self.running:
             return
-        self._stopping = False
-        self._channel = await self._connection.channel()
-        await self._channel.set_qos(prefetch_count=self._prefetch)
-        queue = await self._queue(self._channel)
+        await self.stop()  # what a lost consumer left: its dispatcher, its batches, its channel
+        self._stopping = self._lost = False
+        self._channel = channel = await self._connection.channel()
+        await channel.set_qos(prefetch_count=self._prefetch)
+        await self._declare(channel)
         self._dispatcher = asyncio.create_task(self._dispatch(), name=f"workers:{self.queue_name}")
-        self._consumer = (queue, await queue.consume(self._on_message))
+        channel.reopen_callbacks.add(self._consume_again)
+        await self._consume()
 
-    async def _queue(self, channel: AbstractChannel) -> AbstractQueue:
-        """Declare the queue (no arguments: look it up, passively, and fail if it is gone)."""
+    async def _declare(self, channel: Channel) -> None:
+        """Declare the queue (no arguments: look it up, passively, and fail if it is gone). The robust
+        channel declares it again after a reconnection."""
         if self._arguments is None:
-            return await channel.get_queue(self.queue_name, ensure=True)
-        return await channel.declare_queue(self.queue_name, durable=True, arguments=self._arguments)
+            await channel.get_queue(self.queue_name, ensure=True)
+        else:
+            await channel.declare_queue(self.queue_name, durable=True, arguments=self._arguments)
+
+    async def _consume(self) -> None:
+        assert self._channel is not None
+        underlay = await self._channel.get_underlay_channel()
+        underlay.on_consumer_cancel_callbacks.add(self._cancelled)
+        ok = await underlay.basic_consume(self.queue_name, self._on_message, no_ack=False)
+        assert ok.consumer_tag is not None, "RabbitMQ names the consumer"
+        self._consumer = (underlay, ok.consumer_tag)
+
+    async def _consume_again(self, _channel: object) -> None:
+        """The robust channel reopened (a reconnection): its new aiormq channel has no consumer yet."""
+        if self._stopping:
+            return
+        try:
+            await self._consume()
+        except Exception:  # the queue is gone, or the connection again: the next pool sync starts over
+            self._lost = True
+            log.warning("consuming %s again after a reconnection failed", self.queue_name, exc_info=True)
+
+    def _cancelled(self, frame: Any) -> None:
+        """The broker cancelled a consumer (its queue was deleted): if ours, the pool stops running."""
+        if self._consumer is not None and frame.consumer_tag == self._consumer[1]:
+            self._lost = True
+            log.warning("RabbitMQ cancelled the consumer on %s", self.queue_name)
 
     async def stop(self) -> None:
         """Take no more deliveries, settle the ones that arrived, then close the channel."""
+        if self._channel is not None:
+            self._channel.reopen_callbacks.discard(self._consume_again)
         if self._consumer is not None:
-            queue, tag = self._consumer
+            underlay, tag = self._consumer
             self._consumer = None
             try:
-                await queue.cancel(tag)
+                await underlay.basic_cancel(tag)
             except Exception:  # the channel is gone already: its deliveries went back to the queue
                 log.debug("cancelling the consumer on %s failed", self.queue_name, exc_info=True)
         self._stopping = True
@@ -166,15 +202,13 @@ class QueueWorkers:
             await self._channel.close()
         self._channel = None
 
-    async def _on_message(self, message: AbstractIncomingMessage) -> None:
+    async def _on_message(self, message: DeliveredMessage) -> None:
+        # The oversize original is dropped here, before anything buffers it: only the Delivery is kept.
         body, truncated = self._bodies.keep(message.body)
-        if truncated is not None:
-            # The oversize original is dropped here, before anything buffers it. (`body` is a slot of the
-            # concrete IncomingMessage; the abstract class only annotates it.)
-            message.body = body  # type: ignore[misc]
-        self._settlements.delivered(message)
-        self._buffer.append(message)
-        self._deliveries.append(_delivery(message, self.queue_name, truncated))
+        tag = _tag(message)
+        self._settlements.delivered(message.channel, tag)
+        self._buffer.append((message.channel, tag))
+        self._deliveries.append(_delivery(message, self.queue_name, body, truncated))
         self._arrivals.append(time.time())
         self._arrived.set()
 
@@ -190,20 +224,20 @@ class QueueWorkers:
             await self._slots.acquire()
             batch, deliveries = self._buffer[: self._max_batch], self._deliveries[: self._max_batch]
             del self._buffer[: self._max_batch], self._deliveries[: self._max_batch]
-            self._observe_arrival(batch[0], self._arrivals[0])
+            self._observe_arrival(deliveries[0], self._arrivals[0])
             del self._arrivals[: self._max_batch]
             self._in_flight += 1
             task = asyncio.create_task(self._settle(batch, deliveries))
             self._batches.add(task)
             task.add_done_callback(self._batches.discard)
 
-    def _observe_arrival(self, oldest: AbstractIncomingMessage, arrived: float) -> None:
+    def _observe_arrival(self, oldest: Delivery, arrived: float) -> None:
         self._observe("buffered", time.time() - arrived)
         published = headers.published_at(oldest.headers)
         if published is not None:
             self._observe("delivered", max(arrived - published, 0.0))  # publish to our callback
 
-    async def _settle(self, batch: list[AbstractIncomingMessage], deliveries: list[Delivery]) -> None:
+    async def _settle(self, batch: list[Receipt], deliveries: list[Delivery]) -> None:
         try:
             await self._settle_batch(batch, deliveries)
         finally:
@@ -211,7 +245,7 @@ class QueueWorkers:
             self._slots.release()
             self._arrived.set()  # a worker is free: the dispatcher may take a smaller batch now
 
-    async def _settle_batch(self, batch: list[AbstractIncomingMessage], deliveries: list[Delivery]) -> None:
+    async def _settle_batch(self, batch: list[Receipt], deliveries: list[Delivery]) -> None:
         started = time.monotonic()
         try:
             settled = await self._process(deliveries)
@@ -229,15 +263,23 @@ class QueueWorkers:
             log.warning("could not settle %d deliveries from %s", len(batch), self.queue_name, exc_info=True)
 
 
-def _delivery(message: AbstractIncomingMessage, queue: str, truncated: Truncated | None) -> Delivery:
+def _tag(message: DeliveredMessage) -> int:
+    tag = message.delivery_tag
+    assert tag is not None, "a consumer's deliveries are Basic.Deliver frames, which are numbered"
+    return tag
+
+
+def _delivery(message: DeliveredMessage, queue: str, body: bytes, truncated: Truncated | None) -> Delivery:
+    properties = message.header.properties
+    deliver = message.delivery
     return Delivery(
-        body=message.body,
+        body=body,
         queue=queue,
-        headers=message.headers or {},
-        content_type=message.content_type,
-        message_id=message.message_id,
-        user_id=message.user_id,
-        redelivered=bool(message.redelivered),
+        headers=properties.headers or {},
+        content_type=properties.content_type,
+        message_id=properties.message_id,
+        user_id=properties.user_id,
+        redelivered=bool(deliver.redelivered),  # type: ignore[union-attr]
         routing_key=message.routing_key,
         truncated=truncated,
     )

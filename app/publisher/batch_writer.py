@@ -28,6 +28,7 @@ from app.errors import BatchRefused
 from app.publisher.bulk_file import ControlTotal, RawRow
 from app.publisher.commands import CurrencyTotal
 from app.publisher.validation import BatchContext, CheckedRow, Rejection, ValidatedBatch, settle_references
+from app.storage.driver import driver_of
 from app.tenancy.limits import Allowance, BatchLoad
 
 _SEEN = text(
@@ -163,8 +164,7 @@ class BatchWriter:
         security PostgreSQL checks there: COPY into the outbox itself is refused under it)."""
         if not batch.accepted:
             return
-        driver = (await self._conn.get_raw_connection()).driver_connection  # asyncpg's, in the same transaction
-        assert driver is not None, "the unit of work's connection is open"
+        driver = await driver_of(self._conn)
         if not self._staging:
             await driver.execute(_STAGE)
             self._staging = True

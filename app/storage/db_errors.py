@@ -4,14 +4,25 @@ str() of a DBAPI error carries the statement's parameters (account numbers) and 
 DETAIL can quote the failing row; neither may reach a log line, an AMQP header or a table.
 """
 
+from asyncpg import PostgresError
 from sqlalchemy.exc import DBAPIError
 
 # SQLSTATE classes of a row PostgreSQL refused: 22 data exception, 23 integrity constraint violation.
 _ROW_REFUSED_CLASSES = frozenset({"22", "23"})
 
 
+def _driver_error(exc: BaseException) -> BaseException | None:
+    """asyncpg's own exception: behind SQLAlchemy's DBAPI one, or `exc` itself when a statement ran on the
+    driver's connection (app/storage/driver.py)."""
+    own = isinstance(exc, PostgresError)
+    driver: object = exc if own else getattr(getattr(exc, "orig", None), "__cause__", None)
+    return driver if isinstance(driver, BaseException) else None
+
+
 def sqlstate(exc: BaseException) -> str | None:
     value = getattr(getattr(exc, "orig", None), "sqlstate", None)
+    if value is None and isinstance(exc, PostgresError):
+        value = exc.sqlstate
     return value if isinstance(value, str) else None
 
 
@@ -22,10 +33,10 @@ def row_refused(exc: BaseException) -> bool:
 
 
 def describe(exc: BaseException) -> str:
-    """E.g. 'IntegrityError (UniqueViolationError, SQLSTATE 23505, constraint uq_ledger_tenant_id_message_id)'."""
-    orig = getattr(exc, "orig", None)
-    driver = orig.__cause__ if orig is not None else None  # the driver's own exception, behind the DBAPI one
-    facts = [type(driver).__name__] if driver is not None else []
+    """E.g. 'IntegrityError (UniqueViolationError, SQLSTATE 23505, constraint uq_ledger_tenant_id_message_id)',
+    or 'UniqueViolationError (SQLSTATE 23505, constraint ...)' for the driver's own."""
+    driver = _driver_error(exc)
+    facts = [type(driver).__name__] if driver is not None and driver is not exc else []
     if (state := sqlstate(exc)) is not None:
         facts.append(f"SQLSTATE {state}")
     if isinstance(constraint := getattr(driver, "constraint_name", None), str):

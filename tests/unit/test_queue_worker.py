@@ -11,59 +11,83 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import pytest
+from aiormq import spec
+from aiormq.abc import DeliveredMessage
+from pamqp.header import ContentHeader
 
 from app.consumer import worker as worker_module
 from app.consumer.delivery import BodyLimits, Delivery, Truncated
-from app.consumer.worker import ProcessBatch, QueueWorkers, Settlements
+from app.consumer.worker import ProcessBatch, QueueWorkers, Receipt, Settlements
 
-Callback = Callable[[Any], Awaitable[None]]
+Callback = Callable[[DeliveredMessage], Awaitable[None]]
+Settled = tuple[str, int, bool]
 BODIES = BodyLimits(cap=65_536, prefix=4096, pool_bytes=64 * 1024 * 1024)
 
 
-class FakeMessage:
-    def __init__(self, tag: int, settlements: list[tuple[str, int, bool]], channel: object = None) -> None:
-        self.channel = channel
-        self.delivery_tag = tag
-        self.body = f"body-{tag}".encode()
-        self.headers: dict[str, Any] = {"tenantUUID": "t1"}
-        self.content_type = "application/json"
-        self.message_id = f"m-{tag}"
-        self.user_id = "guest"
-        self.redelivered = False
-        self.routing_key = "t1.payment"
-        self._settlements = settlements
+class FakeUnderlay:
+    """aiormq's channel as the workers use it: consume, cancel, ack, nack; what it was told is recorded."""
 
-    async def ack(self, multiple: bool = False) -> None:
-        self._settlements.append(("ack", self.delivery_tag, multiple))
-
-    async def nack(self, multiple: bool = False, requeue: bool = True) -> None:
-        self._settlements.append(("nack", self.delivery_tag, requeue))
-
-
-class FakeQueue:
-    def __init__(self) -> None:
+    def __init__(self, settlements: list[Settled] | None = None) -> None:
+        self.settlements: list[Settled] = settlements if settlements is not None else []
         self.callback: Callback | None = None
+        self.consumer_tag: str | None = None
         self.cancelled = False
+        self.on_consumer_cancel_callbacks: set[Callable[[spec.Basic.Cancel], Any]] = set()
 
-    async def consume(self, callback: Callback) -> str:
-        self.callback = callback
-        return "ctag-1"
+    async def basic_consume(self, queue: str, callback: Callback, *, no_ack: bool) -> spec.Basic.ConsumeOk:
+        assert not no_ack, "every delivery is acked after its commit"
+        self.callback, self.consumer_tag = callback, f"ctag-{id(self)}"
+        return spec.Basic.ConsumeOk(self.consumer_tag)
 
-    async def cancel(self, tag: str) -> None:
+    async def basic_cancel(self, tag: str) -> None:
         self.cancelled = True
+
+    async def basic_ack(self, tag: int, multiple: bool = False) -> None:
+        self.settlements.append(("ack", tag, multiple))
+
+    async def basic_nack(self, tag: int, multiple: bool = False, requeue: bool = True) -> None:
+        self.settlements.append(("nack", tag, requeue))
+
+    def broker_cancels(self) -> None:
+        for callback in self.on_consumer_cancel_callbacks:
+            callback(spec.Basic.Cancel(self.consumer_tag))
+
+
+def message(tag: int, channel: Any, body: bytes | None = None) -> DeliveredMessage:
+    properties = spec.Basic.Properties(
+        content_type="application/json", message_id=f"m-{tag}", user_id="guest", headers={"tenantUUID": "t1"}
+    )
+    return DeliveredMessage(
+        delivery=spec.Basic.Deliver("ctag", tag, False, "payments", "t1.payment"),
+        header=ContentHeader(properties=properties),
+        body=body if body is not None else f"body-{tag}".encode(),
+        channel=channel,
+    )
 
 
 class FakeChannel:
+    """aio-pika's robust channel: qos, the queue's declaration, its aiormq channel, its reopen callbacks."""
+
     def __init__(self) -> None:
-        self.queue = FakeQueue()
+        self.underlay = FakeUnderlay()
         self.prefetch = 0
         self.is_closed = False
+        self.reopen_callbacks: set[Callable[[Any], Awaitable[None]]] = set()
 
     async def set_qos(self, prefetch_count: int) -> None:
         self.prefetch = prefetch_count
 
-    async def declare_queue(self, name: str, durable: bool, arguments: dict[str, Any]) -> FakeQueue:
-        return self.queue
+    async def declare_queue(self, name: str, durable: bool, arguments: dict[str, Any]) -> None:
+        return None
+
+    async def get_underlay_channel(self) -> FakeUnderlay:
+        return self.underlay
+
+    async def reopen(self) -> None:
+        """A reconnection: a new aiormq channel under the same robust one, with no consumer on it."""
+        self.underlay = FakeUnderlay(self.underlay.settlements)
+        for callback in list(self.reopen_callbacks):
+            await callback(self)
 
     async def close(self) -> None:
         self.is_closed = True
@@ -108,10 +132,12 @@ async def _started(process: ProcessBatch, max_batch: int = 100, workers: int = 1
     return worker, connection.channels[0]
 
 
-async def _deliver(channel: FakeChannel, tags: range, settlements: list[tuple[str, int, bool]]) -> None:
-    assert channel.queue.callback is not None
+async def _deliver(channel: FakeChannel, tags: range) -> list[Settled]:
+    underlay = channel.underlay
+    assert underlay.callback is not None
     for tag in tags:
-        await channel.queue.callback(FakeMessage(tag, settlements))
+        await underlay.callback(message(tag, underlay))
+    return underlay.settlements
 
 
 async def _idle() -> None:
@@ -122,13 +148,12 @@ async def _idle() -> None:
 async def test_a_settled_batch_is_acked_once_with_multiple() -> None:
     process = Recorder()
     process.release.clear()  # hold the first batch so the rest arrive together
-    settlements: list[tuple[str, int, bool]] = []
     worker, channel = await _started(process)
     assert channel.prefetch == 64
     assert worker.running == 1
-    await _deliver(channel, range(1, 2), settlements)
+    await _deliver(channel, range(1, 2))
     await _idle()
-    await _deliver(channel, range(2, 6), settlements)
+    settlements = await _deliver(channel, range(2, 6))
     process.release.set()
     await _idle()
     assert process.batches == [["m-1"], ["m-2", "m-3", "m-4", "m-5"]]
@@ -139,9 +164,8 @@ async def test_a_settled_batch_is_acked_once_with_multiple() -> None:
 async def test_an_unsettled_delivery_goes_back_before_a_multiple_ack_passes_it() -> None:
     process = Recorder(verdict=lambda d: d.message_id != "m-3")
     process.release.clear()
-    settlements: list[tuple[str, int, bool]] = []
     worker, channel = await _started(process)
-    await _deliver(channel, range(1, 6), settlements)
+    settlements = await _deliver(channel, range(1, 6))
     process.release.set()
     await _idle()
     assert process.batches == [["m-1", "m-2", "m-3", "m-4", "m-5"]]
@@ -152,9 +176,8 @@ async def test_an_unsettled_delivery_goes_back_before_a_multiple_ack_passes_it()
 
 async def test_a_processing_bug_acks_nothing() -> None:
     process = Recorder(fail=True)
-    settlements: list[tuple[str, int, bool]] = []
     worker, channel = await _started(process)
-    await _deliver(channel, range(1, 4), settlements)
+    settlements = await _deliver(channel, range(1, 4))
     await _idle()
     assert settlements
     assert all(kind == "nack" for kind, _, _ in settlements)
@@ -165,12 +188,11 @@ async def test_a_processing_bug_acks_nothing() -> None:
 async def test_batches_are_capped_and_stop_settles_what_arrived() -> None:
     process = Recorder()
     process.release.clear()
-    settlements: list[tuple[str, int, bool]] = []
     worker, channel = await _started(process, max_batch=2)
-    await _deliver(channel, range(1, 6), settlements)
+    settlements = await _deliver(channel, range(1, 6))
     stopping = asyncio.create_task(worker.stop())
     await _idle()
-    assert channel.queue.cancelled, "stop takes no more deliveries first"
+    assert channel.underlay.cancelled, "stop takes no more deliveries first"
     process.release.set()
     await stopping
     assert process.batches == [["m-1", "m-2"], ["m-3", "m-4"], ["m-5"]]
@@ -187,35 +209,68 @@ async def test_the_window_is_prefetch_times_workers() -> None:
     assert worker.running == 0
 
 
-def _messages(tags: range, settlements: list[tuple[str, int, bool]], channel: object) -> list[Any]:
-    return [FakeMessage(tag, settlements, channel) for tag in tags]
+def _receipts(tags: range, channel: Any) -> list[Receipt]:
+    return [(channel, tag) for tag in tags]
 
 
 async def test_out_of_order_batches_ack_only_the_settled_head() -> None:
-    settlements: list[tuple[str, int, bool]] = []
+    channel = FakeUnderlay()
     tracker = Settlements()
-    first, second = _messages(range(1, 4), settlements, "ch"), _messages(range(4, 7), settlements, "ch")
-    for message in first + second:
-        tracker.delivered(message)
+    first, second = _receipts(range(1, 4), channel), _receipts(range(4, 7), channel)
+    for receipt in first + second:
+        tracker.delivered(*receipt)
     await tracker.settle(second, [True, True, True])
-    assert settlements == [], "tags 1-3 are still open: acking 6 with multiple would cover them"
+    assert channel.settlements == [], "tags 1-3 are still open: acking 6 with multiple would cover them"
     await tracker.settle(first, [True, False, True])
-    assert settlements == [("nack", 2, True), ("ack", 6, True)]
+    assert channel.settlements == [("nack", 2, True), ("ack", 6, True)]
 
 
 async def test_a_new_channel_starts_over() -> None:
-    settlements: list[tuple[str, int, bool]] = []
+    old_channel, new_channel = FakeUnderlay(), FakeUnderlay()
     tracker = Settlements()
-    old = _messages(range(1, 3), settlements, "old")
-    for message in old:
-        tracker.delivered(message)
-    new = _messages(range(1, 3), settlements, "new")  # after a reconnection tags restart at 1
-    for message in new:
-        tracker.delivered(message)
+    old = _receipts(range(1, 3), old_channel)
+    for receipt in old:
+        tracker.delivered(*receipt)
+    new = _receipts(range(1, 3), new_channel)  # after a reconnection tags restart at 1
+    for receipt in new:
+        tracker.delivered(*receipt)
     await tracker.settle(old, [True, True])
-    assert settlements == [], "the old channel is gone; its tags mean nothing on the new one"
+    assert old_channel.settlements == new_channel.settlements == [], "the old channel's tags mean nothing now"
     await tracker.settle(new, [True, True])
-    assert settlements == [("ack", 2, True)]
+    assert new_channel.settlements == [("ack", 2, True)]
+
+
+async def test_after_a_reconnection_the_pool_consumes_again_on_the_new_channel() -> None:
+    """aio-pika's robust channel restores its own queues' consumers, not one made on its aiormq channel: the
+    workers consume again from its reopen callback, and settle only what came on the channel now open."""
+    process = Recorder()
+    process.release.clear()
+    worker, channel = await _started(process)
+    old = channel.underlay
+    await _deliver(channel, range(1, 3))
+    await _idle()  # that batch is in flight when the connection drops
+    await channel.reopen()
+    assert channel.underlay is not old
+    assert channel.underlay.callback is not None, "consuming on the new channel"
+    settlements = await _deliver(channel, range(1, 2))  # the new channel numbers from 1 again
+    process.release.set()
+    await _idle()
+    assert process.batches == [["m-1", "m-2"], ["m-1"]]
+    assert settlements == [("ack", 1, True)], "one ack, for the new channel's delivery; the old ones went back"
+    assert worker.running == 1
+    await worker.stop()
+    assert channel.underlay.cancelled
+
+
+async def test_a_consumer_the_broker_cancelled_leaves_the_pool_stopped_until_started_again() -> None:
+    worker, channel = await _started(Recorder())
+    channel.underlay.broker_cancels()  # its queue was deleted
+    assert worker.running == 0, "the pool manager's sync sees it stopped, and starts it again"
+    await worker.start()
+    assert worker.running == 1
+    assert channel.is_closed, "starting again closed what the lost consumer left"
+    assert len(worker._connection.channels) == 2  # type: ignore[attr-defined]
+    await worker.stop()
 
 
 async def test_a_body_over_the_cap_is_cut_to_its_prefix_on_arrival() -> None:
@@ -225,14 +280,12 @@ async def test_a_body_over_the_cap_is_cut_to_its_prefix_on_arrival() -> None:
         seen.extend(deliveries)
         return [True] * len(deliveries)
 
-    settlements: list[tuple[str, int, bool]] = []
     worker, channel = await _started(keep)
-    assert channel.queue.callback is not None
+    callback = channel.underlay.callback
+    assert callback is not None
     bodies = {1: b"a" * 65_536, 2: b"b" * 65_537, 3: b"c" * 20 * 1024 * 1024}
-    messages = {tag: FakeMessage(tag, settlements) for tag in bodies}
-    for tag, message in messages.items():
-        message.body = bodies[tag]
-        await channel.queue.callback(message)
+    for tag, body in bodies.items():
+        await callback(message(tag, channel.underlay, body))
     await _idle()
     assert [len(d.body) for d in seen] == [65_536, 4096, 4096]
     assert seen[0].truncated is None
@@ -240,7 +293,6 @@ async def test_a_body_over_the_cap_is_cut_to_its_prefix_on_arrival() -> None:
         assert delivery.truncated == Truncated(len(bodies[tag]), hashlib.sha256(bodies[tag]).hexdigest())
         assert delivery.body == bodies[tag][:4096]
         assert delivery.size == len(bodies[tag])
-        assert messages[tag].body == delivery.body, "the original bytes are not kept by the message either"
     await worker.stop()
 
 

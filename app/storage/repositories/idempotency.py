@@ -4,40 +4,32 @@ from collections.abc import Collection, Mapping, Sequence
 from uuid import UUID
 
 from sqlalchemy import bindparam, delete, select, text
-from sqlalchemy.dialects.postgresql import ARRAY, BIGINT, BYTEA, INTEGER, VARCHAR
+from sqlalchemy.dialects.postgresql import ARRAY, VARCHAR
 from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.storage.driver import driver_of
 from app.storage.tables import processed_messages
 from contracts import PaymentMessage
 
 pm = processed_messages.c
 
-# One statement with one array per column: an executemany renders a multi-row VALUES, which costs more CPU
-# than the rest of the commit (docs/benchmarks.md).
+# One statement with one array per column, on asyncpg's connection (app/storage/driver.py): an executemany
+# renders a multi-row VALUES, and SQLAlchemy's array binding runs a processor per element; either costs more
+# CPU than the rest of the commit (docs/benchmarks.md).
 # `source` says how the payment came: a batch's has its outbox row (same tenant); one published directly over
 # AMQP has none, and this record, with what it moved, is its only record of acceptance (reconciliation and
 # `remit status` count it as accepted over AMQP). The outbox lookup is one probe of its unique message_id index.
-_CLAIM = text(
-    """
+_CLAIM = """
     INSERT INTO processed_messages
         (message_id, tenant_id, correlation_id, attempt, payment_digest, amount_cents, currency, source)
     SELECT u.*, CASE WHEN EXISTS (SELECT 1 FROM outbox o WHERE o.message_id = u.id AND o.tenant_id = u.tenant)
                      THEN 'outbox' ELSE 'amqp' END
-    FROM unnest(:ids, :tenants, :batches, :attempts, :digests, :amounts, :currencies)
+    FROM unnest($1::uuid[], $2::varchar[], $3::varchar[], $4::int[], $5::bytea[], $6::bigint[], $7::varchar[])
         AS u(id, tenant, batch, attempt, digest, amount, currency)
     ON CONFLICT (tenant_id, message_id) DO NOTHING
     RETURNING message_id
-    """
-).bindparams(
-    bindparam("ids", type_=ARRAY(PG_UUID(as_uuid=True))),
-    bindparam("tenants", type_=ARRAY(VARCHAR)),
-    bindparam("batches", type_=ARRAY(VARCHAR)),
-    bindparam("attempts", type_=ARRAY(INTEGER)),
-    bindparam("digests", type_=ARRAY(BYTEA)),
-    bindparam("amounts", type_=ARRAY(BIGINT)),
-    bindparam("currencies", type_=ARRAY(VARCHAR)),
-)
+"""
 _DIGESTS = text(
     "SELECT message_id, payment_digest FROM processed_messages WHERE tenant_id = :tenant AND message_id = ANY(:ids)"
 ).bindparams(bindparam("ids", type_=ARRAY(PG_UUID(as_uuid=True))))
@@ -62,16 +54,18 @@ class SqlIdempotencyRecords:
         # never on each other (the committer runs several flushes at once).
         pairs = sorted(zip(payments, digests, strict=True), key=lambda pair: pair[0].message_id)
         payments, digests = [p for p, _ in pairs], [d for _, d in pairs]
-        params = {
-            "ids": [p.message_id for p in payments],
-            "tenants": [p.tenant_id for p in payments],
-            "batches": [p.correlation_id for p in payments],
-            "attempts": [p.retry_count + 1 for p in payments],
-            "digests": list(digests),
-            "amounts": [p.amount_cents for p in payments],
-            "currencies": [p.currency for p in payments],
-        }
-        return {row.message_id for row in await self._connection.execute(_CLAIM, params)}
+        driver = await driver_of(self._connection)
+        rows = await driver.fetch(
+            _CLAIM,
+            [p.message_id for p in payments],
+            [p.tenant_id for p in payments],
+            [p.correlation_id for p in payments],
+            [p.retry_count + 1 for p in payments],
+            list(digests),
+            [p.amount_cents for p in payments],
+            [p.currency for p in payments],
+        )
+        return {row[0] for row in rows}
 
     async def digests(self, tenant_id: str, message_ids: Collection[UUID]) -> dict[UUID, bytes | None]:
         rows = await self._connection.execute(_DIGESTS, {"tenant": tenant_id, "ids": list(message_ids)})

@@ -2,11 +2,9 @@
 
 from collections.abc import Sequence
 
-from sqlalchemy import bindparam, text
-from sqlalchemy.dialects.postgresql import ARRAY, BIGINT, VARCHAR
-from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.storage.driver import driver_of
 from contracts import PaymentMessage
 
 _TEXT_COLUMNS = (
@@ -19,20 +17,16 @@ _TEXT_COLUMNS = (
     "creditor_bsb",
     "creditor_account",
 )
-# One statement with one array per column: SQLAlchemy's executemany renders a multi-row VALUES with ten
-# parameters per row, which cost more CPU than the rest of the commit (docs/benchmarks.md). No ON CONFLICT:
-# the ledger's unique (tenant_id, message_id) is the last guard against paying twice. A copy of a payment
-# whose idempotency record retention purged is refused here, and the committer isolates it (a poison row).
-_BOOK = text(
-    f"""
+# One statement with one array per column, on asyncpg's connection (app/storage/driver.py): SQLAlchemy's
+# executemany renders a multi-row VALUES with ten parameters per row, and its array binding runs a processor
+# per element; either costs more CPU than the rest of the commit (docs/benchmarks.md). No ON CONFLICT: the
+# ledger's unique (tenant_id, message_id) is the last guard against paying twice. A copy of a payment whose
+# idempotency record retention purged is refused here, and the committer isolates it (a poison row).
+_TEXT_ARRAYS = ", ".join(f"${n}::varchar[]" for n in range(3, 3 + len(_TEXT_COLUMNS)))
+_BOOK = f"""
     INSERT INTO ledger (message_id, amount_cents, {", ".join(_TEXT_COLUMNS)})
-    SELECT * FROM unnest(:message_id, :amount_cents, {", ".join(f":{c}" for c in _TEXT_COLUMNS)})
-    """
-).bindparams(
-    bindparam("message_id", type_=ARRAY(PG_UUID(as_uuid=True))),
-    bindparam("amount_cents", type_=ARRAY(BIGINT)),
-    *(bindparam(c, type_=ARRAY(VARCHAR)) for c in _TEXT_COLUMNS),
-)
+    SELECT * FROM unnest($1::uuid[], $2::bigint[], {_TEXT_ARRAYS})
+"""
 
 
 class SqlLedger:
@@ -40,10 +34,6 @@ class SqlLedger:
         self._connection = connection
 
     async def book(self, payments: Sequence[PaymentMessage]) -> None:
-        columns: dict[str, list[object]] = {
-            "message_id": [p.message_id for p in payments],
-            "amount_cents": [p.amount_cents for p in payments],
-        }
-        for name in _TEXT_COLUMNS:
-            columns[name] = [getattr(p, name) for p in payments]
-        await self._connection.execute(_BOOK, columns)
+        driver = await driver_of(self._connection)
+        columns = [[getattr(p, name) for p in payments] for name in _TEXT_COLUMNS]
+        await driver.execute(_BOOK, [p.message_id for p in payments], [p.amount_cents for p in payments], *columns)
