@@ -26,6 +26,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
+from uuid import uuid4
 
 from aio_pika.abc import AbstractRobustChannel as Channel
 from aio_pika.abc import AbstractRobustConnection
@@ -33,6 +34,7 @@ from aiormq.abc import AbstractChannel as Underlay
 from aiormq.abc import DeliveredMessage
 
 from app.consumer.delivery import BodyLimits, Delivery, Truncated
+from app.consumer.inline_delivery import deliver_inline
 from app.messaging import headers
 from app.observability.metrics import ObserveStage, ignore_stage
 
@@ -130,6 +132,7 @@ class QueueWorkers:
         self._channel: Channel | None = None
         self._consumer: tuple[Underlay, str] | None = None  # the channel consumed on, and the consumer tag
         self._lost = False  # the broker cancelled the consumer, or consuming again after a reconnection failed
+        self.inline = False  # deliveries are handed over inside aiormq's reader (app/consumer/inline_delivery.py)
 
     @property
     def running(self) -> int:
@@ -161,9 +164,10 @@ class QueueWorkers:
         assert self._channel is not None
         underlay = await self._channel.get_underlay_channel()
         underlay.on_consumer_cancel_callbacks.add(self._cancelled)
-        ok = await underlay.basic_consume(self.queue_name, self._on_message, no_ack=False)
-        assert ok.consumer_tag is not None, "RabbitMQ names the consumer"
-        self._consumer = (underlay, ok.consumer_tag)
+        tag = f"remit:{self.queue_name}:{uuid4().hex}"
+        self.inline = deliver_inline(underlay, tag, self._receive)  # before the first delivery can arrive
+        await underlay.basic_consume(self.queue_name, self._on_message, no_ack=False, consumer_tag=tag)
+        self._consumer = (underlay, tag)
 
     async def _consume_again(self, _channel: object) -> None:
         """The robust channel reopened (a reconnection): its new aiormq channel has no consumer yet."""
@@ -203,6 +207,10 @@ class QueueWorkers:
         self._channel = None
 
     async def _on_message(self, message: DeliveredMessage) -> None:
+        """aiormq's own path (a task per delivery), where the inline hook could not be installed."""
+        self._receive(message)
+
+    def _receive(self, message: DeliveredMessage) -> None:
         # The oversize original is dropped here, before anything buffers it: only the Delivery is kept.
         body, truncated = self._bodies.keep(message.body)
         tag = _tag(message)

@@ -34,10 +34,12 @@ class FakeUnderlay:
         self.cancelled = False
         self.on_consumer_cancel_callbacks: set[Callable[[spec.Basic.Cancel], Any]] = set()
 
-    async def basic_consume(self, queue: str, callback: Callback, *, no_ack: bool) -> spec.Basic.ConsumeOk:
+    async def basic_consume(
+        self, queue: str, callback: Callback, *, no_ack: bool, consumer_tag: str
+    ) -> spec.Basic.ConsumeOk:
         assert not no_ack, "every delivery is acked after its commit"
-        self.callback, self.consumer_tag = callback, f"ctag-{id(self)}"
-        return spec.Basic.ConsumeOk(self.consumer_tag)
+        self.callback, self.consumer_tag = callback, consumer_tag
+        return spec.Basic.ConsumeOk(consumer_tag)
 
     async def basic_cancel(self, tag: str) -> None:
         self.cancelled = True
