@@ -8,24 +8,26 @@ from sqlalchemy.dialects.postgresql import ARRAY, VARCHAR
 from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.storage.driver import driver_of
+from app.storage.driver import driver_of, joined, split
 from app.storage.tables import processed_messages
 from contracts import PaymentMessage
 
 pm = processed_messages.c
 
-# One statement with one array per column, on asyncpg's connection (app/storage/driver.py): an executemany
-# renders a multi-row VALUES, and SQLAlchemy's array binding runs a processor per element; either costs more
-# CPU than the rest of the commit (docs/benchmarks.md).
+# One statement, each column one joined text parameter (the digests: one array), on asyncpg's connection
+# (app/storage/driver.py): an executemany renders a multi-row VALUES, SQLAlchemy's array binding runs a
+# processor per element, and asyncpg's runs two class checks per element; each costs more CPU than the rest
+# of the commit (docs/benchmarks.md).
 # `source` says how the payment came: a batch's has its outbox row (same tenant); one published directly over
 # AMQP has none, and this record, with what it moved, is its only record of acceptance (reconciliation and
 # `remit status` count it as accepted over AMQP). The outbox lookup is one probe of its unique message_id index.
-_CLAIM = """
+_CLAIM = f"""
     INSERT INTO processed_messages
         (message_id, tenant_id, correlation_id, attempt, payment_digest, amount_cents, currency, source)
     SELECT u.*, CASE WHEN EXISTS (SELECT 1 FROM outbox o WHERE o.message_id = u.id AND o.tenant_id = u.tenant)
                      THEN 'outbox' ELSE 'amqp' END
-    FROM unnest($1::uuid[], $2::varchar[], $3::varchar[], $4::int[], $5::bytea[], $6::bigint[], $7::varchar[])
+    FROM unnest({split(1, "uuid")}, {split(2, "varchar")}, {split(3, "varchar")}, {split(4, "int")}, $5::bytea[],
+                {split(6, "bigint")}, {split(7, "varchar")})
         AS u(id, tenant, batch, attempt, digest, amount, currency)
     ON CONFLICT (tenant_id, message_id) DO NOTHING
     RETURNING message_id
@@ -57,13 +59,13 @@ class SqlIdempotencyRecords:
         driver = await driver_of(self._connection)
         rows = await driver.fetch(
             _CLAIM,
-            [p.message_id for p in payments],
-            [p.tenant_id for p in payments],
-            [p.correlation_id for p in payments],
-            [p.retry_count + 1 for p in payments],
+            joined(p.message_id for p in payments),
+            joined(p.tenant_id for p in payments),
+            joined(p.correlation_id for p in payments),
+            joined(p.retry_count + 1 for p in payments),
             list(digests),
-            [p.amount_cents for p in payments],
-            [p.currency for p in payments],
+            joined(p.amount_cents for p in payments),
+            joined(p.currency for p in payments),
         )
         return {row[0] for row in rows}
 

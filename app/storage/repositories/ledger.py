@@ -4,7 +4,7 @@ from collections.abc import Sequence
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.storage.driver import driver_of
+from app.storage.driver import driver_of, joined, split
 from contracts import PaymentMessage
 
 _TEXT_COLUMNS = (
@@ -17,15 +17,16 @@ _TEXT_COLUMNS = (
     "creditor_bsb",
     "creditor_account",
 )
-# One statement with one array per column, on asyncpg's connection (app/storage/driver.py): SQLAlchemy's
-# executemany renders a multi-row VALUES with ten parameters per row, and its array binding runs a processor
-# per element; either costs more CPU than the rest of the commit (docs/benchmarks.md). No ON CONFLICT: the
-# ledger's unique (tenant_id, message_id) is the last guard against paying twice. A copy of a payment whose
-# idempotency record retention purged is refused here, and the committer isolates it (a poison row).
-_TEXT_ARRAYS = ", ".join(f"${n}::varchar[]" for n in range(3, 3 + len(_TEXT_COLUMNS)))
+# One statement, each column one joined text parameter, on asyncpg's connection (app/storage/driver.py):
+# SQLAlchemy's executemany renders a multi-row VALUES with ten parameters per row, its array binding runs a
+# processor per element, and asyncpg's runs two class checks per element; each costs more CPU than the rest of
+# the commit (docs/benchmarks.md). No ON CONFLICT: the ledger's unique (tenant_id, message_id) is the last
+# guard against paying twice. A copy of a payment whose idempotency record retention purged is refused here,
+# and the committer isolates it (a poison row).
+_TEXT_ARRAYS = ", ".join(split(n, "varchar") for n in range(3, 3 + len(_TEXT_COLUMNS)))
 _BOOK = f"""
     INSERT INTO ledger (message_id, amount_cents, {", ".join(_TEXT_COLUMNS)})
-    SELECT * FROM unnest($1::uuid[], $2::bigint[], {_TEXT_ARRAYS})
+    SELECT * FROM unnest({split(1, "uuid")}, {split(2, "bigint")}, {_TEXT_ARRAYS})
 """
 
 
@@ -35,5 +36,6 @@ class SqlLedger:
 
     async def book(self, payments: Sequence[PaymentMessage]) -> None:
         driver = await driver_of(self._connection)
-        columns = [[getattr(p, name) for p in payments] for name in _TEXT_COLUMNS]
-        await driver.execute(_BOOK, [p.message_id for p in payments], [p.amount_cents for p in payments], *columns)
+        columns = [joined(getattr(p, name) for p in payments) for name in _TEXT_COLUMNS]
+        ids, amounts = joined(p.message_id for p in payments), joined(p.amount_cents for p in payments)
+        await driver.execute(_BOOK, ids, amounts, *columns)
