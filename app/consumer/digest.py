@@ -7,6 +7,7 @@ block (retry_count, ttl_seconds) legitimately differ between copies of one payme
 """
 
 import hashlib
+import operator
 
 from contracts import PaymentMessage
 
@@ -22,7 +23,10 @@ _FIELDS = (
 )
 
 
+_VALUES = operator.attrgetter(*_FIELDS)
+
+
 def payment_digest(payment: PaymentMessage) -> bytes:
     # The unit separator cannot occur in any of these fields (the contract's patterns exclude it).
-    canonical = "\x1f".join(str(getattr(payment, name)) for name in _FIELDS)
+    canonical = "\x1f".join(map(str, _VALUES(payment)))
     return hashlib.sha256(canonical.encode()).digest()

@@ -95,6 +95,10 @@ def _check_rules(
 
 
 def _same_id(amqp_id: str, body_id: UUID) -> bool:
+    # Hyphens and case aside, the hex digits are the id (UUID() reads them so too); parsing is the slow path,
+    # for braces and "urn:uuid:" prefixes, which UUID() also accepts.
+    if amqp_id.replace("-", "").lower() == body_id.hex:
+        return True
     try:
         return UUID(amqp_id) == body_id
     except ValueError:

@@ -59,7 +59,7 @@ class SqlIdempotencyRecords:
         driver = await driver_of(self._connection)
         rows = await driver.fetch(
             _CLAIM,
-            joined(p.message_id for p in payments),
+            joined(p.message_id.hex for p in payments),
             joined(p.tenant_id for p in payments),
             joined(p.correlation_id for p in payments),
             joined(p.retry_count + 1 for p in payments),

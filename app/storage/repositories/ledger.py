@@ -37,5 +37,5 @@ class SqlLedger:
     async def book(self, payments: Sequence[PaymentMessage]) -> None:
         driver = await driver_of(self._connection)
         columns = [joined(getattr(p, name) for p in payments) for name in _TEXT_COLUMNS]
-        ids, amounts = joined(p.message_id for p in payments), joined(p.amount_cents for p in payments)
+        ids, amounts = joined(p.message_id.hex for p in payments), joined(p.amount_cents for p in payments)
         await driver.execute(_BOOK, ids, amounts, *columns)

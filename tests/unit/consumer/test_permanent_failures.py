@@ -1,6 +1,7 @@
 """What can never succeed is dead-lettered at once with its reason: the attempt recorded first, nothing booked,
 no retry. The business rules are the consumer's too: a direct publisher never passed ingress."""
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -163,3 +164,19 @@ async def test_a_body_cut_on_arrival_is_oversize_and_travels_as_its_prefix(consu
     dead = consumer.republisher.dead_lettered[0]
     assert dead.delivery.body == payment.to_wire()[:100]
     assert dead.delivery.body_headers()[headers.BODY_LENGTH] == 65_537
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [str.upper, lambda mid: mid.replace("-", ""), lambda mid: "{" + mid + "}", lambda mid: "urn:uuid:" + mid],
+    ids=["upper case", "no hyphens", "braces", "urn prefix"],
+)
+async def test_the_amqp_message_id_may_spell_the_bodys_id_any_way_uuid_reads_it(
+    consumer: Consumer, tenant: str, spelling: Callable[[str], str]
+) -> None:
+    payment = make_message(tenant_id=tenant)
+
+    assert await consumer.deliver(relayed(payment, message_id=spelling(str(payment.message_id)))) == [True]
+
+    assert len(consumer.ledger(tenant)) == 1
+    assert consumer.record(payment) is not None
