@@ -3,8 +3,8 @@
 Three subjects drain the same pre-filled quorum work queue (`payments.work.enterprise`, remit's own topology, the
 same ~480-byte payment bodies with remit's AMQP properties):
 
-  raw     aio-pika consume + ack, no application work (prefetch 1000, ack multiple every 200), in
-          --processes child processes
+  raw     aio-pika consume + ack, no application work (prefetch 1000, ack multiple every 200), on uvloop
+          as remit's `faststream run` is, in --processes child processes
   naive   bench/naive_consumer.py: FastStream, one PostgreSQL transaction per message (prefetch 64)
   remit   the real service, `python -m faststream run app.main:app` (group commit), as its own process
 
@@ -31,6 +31,7 @@ from typing import Any
 import _report as r
 import aio_pika
 import asyncpg
+import uvloop
 from aio_pika.abc import AbstractIncomingMessage
 
 LOGS = Path("/tmp/remit-bench-logs")
@@ -70,7 +71,10 @@ def _raw_child(amqp_url: str, queue: str, slot: int, counts: Any, firsts: Any, s
             await unacked[0].ack(multiple=True)
         await connection.close()
 
-    asyncio.run(run())
+    # The event loop remit's consumer runs on: `faststream run` picks uvloop when it is installed (it is).
+    loop = uvloop.new_event_loop if os.environ.get("RAW_LOOP", "uvloop") == "uvloop" else asyncio.new_event_loop
+    with asyncio.Runner(loop_factory=loop) as runner:
+        runner.run(run())
 
 
 async def drain_raw(env: r.BenchEnv, queue: str, n: int, processes: int) -> float:
@@ -223,7 +227,7 @@ each subject in turn; rounds interleaved; drain timed from the first processed m
 
 | subject | what | runs (msg/s) | median msg/s |
 |---|---|---|---|
-| raw | aio-pika consume + ack, no work, prefetch 1000, ack multiple every 200, {args.processes} process(es) \
+| raw | aio-pika consume + ack, no work, prefetch 1000, ack multiple every 200, uvloop (as remit), {args.processes} process(es) \
 | {r.fmt_runs(res.raw)} | {raw:,.0f} |
 | naive | FastStream, one PostgreSQL transaction per message, prefetch {args.naive_prefetch} \
 (bench/naive_consumer.py) | {r.fmt_runs(res.naive)} | {naive:,.0f} |
