@@ -227,7 +227,8 @@ each subject in turn; rounds interleaved; drain timed from the first processed m
 
 | subject | what | runs (msg/s) | median msg/s |
 |---|---|---|---|
-| raw | aio-pika consume + ack, no work, prefetch 1000, ack multiple every 200, uvloop (as remit), {args.processes} process(es) \
+| raw | aio-pika consume + ack, no work, prefetch 1000, ack multiple every 200, uvloop (as remit), \
+{args.processes} process(es) \
 | {r.fmt_runs(res.raw)} | {raw:,.0f} |
 | naive | FastStream, one PostgreSQL transaction per message, prefetch {args.naive_prefetch} \
 (bench/naive_consumer.py) | {r.fmt_runs(res.naive)} | {naive:,.0f} |

@@ -1,7 +1,8 @@
 """The queue workers' settlement rules, against an in-memory channel: the settled head of the channel is
 acked with one `ack(multiple)`; an unsettled delivery is returned to the queue and never covered by a
 multiple ack; batches that finish out of order are acked only up to the first unfinished one; a
-processing bug acks nothing; stop settles what has arrived; a new channel (reconnection) starts over;
+processing bug acks nothing; stop settles what has arrived; a new channel (reconnection) starts over,
+and the pool consumes on it again by itself; a consumer the broker cancels leaves the pool stopped;
 a body over the cap is cut to a prefix on arrival, and a pool's window never holds more than its bytes.
 (What the broker does with those frames is tested on RabbitMQ: tests/integration and tests/chaos.)"""
 
