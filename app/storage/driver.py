@@ -34,6 +34,6 @@ def joined(values: Iterable[object]) -> str:
     """One column's values as one text parameter for `split`."""
     items = [str(value) for value in values]
     text = SEPARATOR.join(items)
-    if text.count(SEPARATOR) != len(items) - 1 or "" in items:
+    if items and (text.count(SEPARATOR) != len(items) - 1 or "" in items):
         raise ValueError("a value holds the column separator, or is empty: it cannot be sent as a joined column")
     return text

@@ -27,3 +27,9 @@ async def test_what_postgresql_splits_is_what_was_sent(engine: AsyncEngine) -> N
 def test_a_value_that_would_shift_the_columns_is_refused(bad: str) -> None:
     with pytest.raises(ValueError, match="separator"):
         joined(["ok", bad, "ok"])
+
+
+async def test_an_empty_column_is_an_empty_array(engine: AsyncEngine) -> None:
+    async with engine.connect() as conn:
+        driver = await driver_of(conn)
+        assert await driver.fetchval(f"SELECT cardinality({split(1, 'uuid')})", joined([])) == 0

@@ -214,7 +214,13 @@ class ServiceProcess:
         return code
 
     def wait_exit(self, timeout: float) -> int:
-        return self.proc.wait(timeout=timeout)
+        """The exit code; a process still running after `timeout` is stopped (so a failing test leaves no
+        consumer behind: one armed to die after its first commit outlived its test when the commit failed)."""
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            raise
 
     async def ready(self, timeout: float = 90) -> None:
         """Wait until the consumer answers /readyz (its pools consume): a test that must not race its start-up."""
