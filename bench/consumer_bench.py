@@ -1,10 +1,12 @@
 """Consumer throughput against the broker's own ceiling and against the naive design, in one run.
 
-Three subjects drain the same pre-filled quorum work queue (`payments.work.enterprise`, remit's own topology, the
+Four subjects drain the same pre-filled quorum work queue (`payments.work.enterprise`, remit's own topology, the
 same ~480-byte payment bodies with remit's AMQP properties):
 
   raw     aio-pika consume + ack, no application work (prefetch 1000, ack multiple every 200), on uvloop
-          as remit's `faststream run` is, in --processes child processes
+          as remit's `faststream run` is, in --processes child processes: issue 18's reference
+  raw_buffered  the same, reading frames with remit's own receiver (app/messaging/frame_reader.py), as remit
+          does: the stricter reference, reported beside the bar (not the issue's)
   naive   bench/naive_consumer.py: FastStream, one PostgreSQL transaction per message (prefetch 64)
   remit   the real service, `python -m faststream run app.main:app` (group commit), as its own process
 
@@ -34,6 +36,8 @@ import asyncpg
 import uvloop
 from aio_pika.abc import AbstractIncomingMessage
 
+from app.messaging.frame_reader import install as install_frame_reader
+
 LOGS = Path("/tmp/remit-bench-logs")
 LOGS.mkdir(exist_ok=True)
 
@@ -41,12 +45,16 @@ LOGS.mkdir(exist_ok=True)
 @dataclass
 class Results:
     raw: list[float] = field(default_factory=list)
+    raw_buffered: list[float] = field(default_factory=list)
     naive: list[float] = field(default_factory=list)
     remit: list[float] = field(default_factory=list)
 
 
-def _raw_child(amqp_url: str, queue: str, slot: int, counts: Any, firsts: Any, stop: Any) -> None:
-    """One raw consumer process: counts its deliveries in its own slot (no lock), acks every 200."""
+def _raw_child(amqp_url: str, queue: str, slot: int, counts: Any, firsts: Any, stop: Any, buffered: bool) -> None:
+    """One raw consumer process: counts its deliveries in its own slot (no lock), acks every 200; `buffered`:
+    with remit's frame receiver (app/messaging/frame_reader.py) instead of aiormq's."""
+    if buffered:
+        install_frame_reader()
 
     async def run() -> None:
         connection = await aio_pika.connect(amqp_url)
@@ -77,13 +85,14 @@ def _raw_child(amqp_url: str, queue: str, slot: int, counts: Any, firsts: Any, s
         runner.run(run())
 
 
-async def drain_raw(env: r.BenchEnv, queue: str, n: int, processes: int) -> float:
+async def drain_raw(env: r.BenchEnv, queue: str, n: int, processes: int, buffered: bool = False) -> float:
     """The raw ceiling, in as many consumer processes as remit gets: the first delivery starts the clock,
     the n-th (counted across the processes) ends it."""
     ctx = multiprocessing.get_context("spawn")
     counts, firsts, stop = ctx.Array("q", processes, lock=False), ctx.Array("d", processes, lock=False), ctx.Event()
     children = [
-        ctx.Process(target=_raw_child, args=(env.amqp_url, queue, i, counts, firsts, stop)) for i in range(processes)
+        ctx.Process(target=_raw_child, args=(env.amqp_url, queue, i, counts, firsts, stop, buffered))
+        for i in range(processes)
     ]
     for child in children:
         child.start()
@@ -180,7 +189,7 @@ async def bench(args: argparse.Namespace) -> Results:
     payments = r.make_payments(args.messages)
     async with r.fresh_env("consumer", keep=args.keep) as env:
         topology = await r.declare(env)
-        subjects = [s for s in ("raw", "naive", "remit") if s not in args.skip]
+        subjects = [s for s in ("raw", "raw_buffered", "naive", "remit") if s not in args.skip]
         with r.progress() as bar:
             for round_no in range(1, args.runs + 1):
                 for subject in subjects:
@@ -189,8 +198,10 @@ async def bench(args: argparse.Namespace) -> Results:
                     await r.purge(env, r.work_queue(topology))
                     await r.confirmed_publish(env.amqp_url, payments, on_progress=partial(bar.advance, task))
                     bar.update(task, description=f"round {round_no} {subject}: drain")
-                    if subject == "raw":
-                        rate = await drain_raw(env, r.work_queue(topology), len(payments), args.processes)
+                    if subject in ("raw", "raw_buffered"):
+                        rate = await drain_raw(
+                            env, r.work_queue(topology), len(payments), args.processes, subject == "raw_buffered"
+                        )
                     elif subject == "naive":
                         rate, _ = await drain_process(env, NAIVE, len(payments), "naive", naive_env)
                     else:
@@ -209,6 +220,8 @@ async def bench(args: argparse.Namespace) -> Results:
 
 def report(args: argparse.Namespace, res: Results, machine: str) -> str:
     raw, naive, remit = (r.median(x) if x else float("nan") for x in (res.raw, res.naive, res.remit))
+    raw_buffered = r.median(res.raw_buffered) if res.raw_buffered else float("nan")
+    per_round_buffered = [b / a for a, b in zip(res.raw_buffered, res.remit, strict=False)]
     vs_raw = remit / raw
     vs_naive = remit / naive
     per_round_raw = [b / a for a, b in zip(res.raw, res.remit, strict=False)]
@@ -230,6 +243,8 @@ each subject in turn; rounds interleaved; drain timed from the first processed m
 | raw | aio-pika consume + ack, no work, prefetch 1000, ack multiple every 200, uvloop (as remit), \
 {args.processes} process(es) \
 | {r.fmt_runs(res.raw)} | {raw:,.0f} |
+| raw_buffered | the same, reading frames with remit's receiver (app/messaging/frame_reader.py) as remit does \
+| {r.fmt_runs(res.raw_buffered)} | {raw_buffered:,.0f} |
 | naive | FastStream, one PostgreSQL transaction per message, prefetch {args.naive_prefetch} \
 (bench/naive_consumer.py) | {r.fmt_runs(res.naive)} | {naive:,.0f} |
 | remit | `faststream run app.main:app` ({args.processes} process(es)): the enterprise pool \
@@ -242,6 +257,8 @@ group commit, ack(multiple) after commit, batch max {args.commit_batch_max} \
 | remit >= 85% of raw, no round below 70% | {vs_raw:.0%} | {", ".join(f"{x:.0%}" for x in per_round_raw)} \
 | **{ok_raw}** |
 | remit >= 8x naive | {vs_naive:.1f}x | {", ".join(f"{x:.1f}x" for x in per_round_naive)} | **{ok_naive}** |
+| (not a bar) remit / raw_buffered, the same client stack | {remit / raw_buffered:.0%} \
+| {", ".join(f"{x:.0%}" for x in per_round_buffered)} | - |
 """
 
 
@@ -253,7 +270,7 @@ def main() -> None:
     parser.add_argument("--commit-batch-max", type=int, default=int(os.environ.get("REMIT_COMMIT_BATCH_MAX", "256")))
     parser.add_argument("--naive-prefetch", type=int, default=64)
     parser.add_argument("--processes", type=int, default=1, help="consumer processes (faststream run --workers)")
-    parser.add_argument("--skip", nargs="*", default=[], choices=["raw", "naive", "remit"])
+    parser.add_argument("--skip", nargs="*", default=[], choices=["raw", "raw_buffered", "naive", "remit"])
     parser.add_argument("--profile", action="store_true", help="py-spy the remit consumer (raw stacks to /tmp)")
     parser.add_argument("--keep", action="store_true", help="keep the database and vhost afterwards")
     parser.add_argument("--no-write", action="store_true", help="do not update docs/benchmarks.md")

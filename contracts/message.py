@@ -3,14 +3,14 @@
 Strict on purpose: money is an integer number of minor units, timestamps are UTC, nothing unknown passes.
 """
 
-import re
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Self
 from uuid import UUID
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictBool, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 from contracts.currency import is_active_currency
+from contracts.wire_formats import CanonicalUuid, UtcTimestamp
 
 SCHEMA_VERSION = "1"
 
@@ -20,17 +20,7 @@ PAYMENT_REFERENCE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_./-]{0,34}$"
 BSB_PATTERN = r"^[0-9]{3}-[0-9]{3}$"
 ACCOUNT_PATTERN = r"^[0-9]{6,10}$"
 CURRENCY_PATTERN = r"^[A-Z]{3}$"
-# RFC 3339 date-time (the ISO 8601 profile JSON Schema's "date-time" means); the offset is optional here
-# only so that a naive time gets its own error. A wire string is checked and parsed by the contract itself:
-# pydantic's parser also takes Unix timestamps ("1714521600"), a ' ' or '_' separator and minutes-only
-# times, none of which is the documented format. Digits beyond microseconds are truncated.
-TIMESTAMP_PATTERN = re.compile(
-    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})?$"
-)
 UTC_SUFFIX_PATTERN = r"([Zz]|[+-]00:00)$"
-# The canonical 8-4-4-4-12 form (JSON Schema "uuid"); pydantic alone also takes 32 bare hex digits,
-# braces and "urn:uuid:" prefixes, i.e. several spellings of the same idempotency key.
-UUID_PATTERN = re.compile(r"^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$")
 CHECK_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,47}$"
 MAX_AMOUNT_CENTS = 100_000_000_000_000  # one trillion major units: far above any single payment
 MAX_TTL_SECONDS = 30 * 86_400
@@ -63,11 +53,11 @@ class ValidationResult(_Strict):
 class Envelope(_Strict):
     """Written by the publisher; never modified after publishing."""
 
-    message_id: UUID = Field(
+    message_id: Annotated[UUID, CanonicalUuid] = Field(
         description="Unique id of this payment among its tenant's messages (UUIDv7); with tenant_id, the "
         "idempotency key: the same id from two tenants is two payments."
     )
-    timestamp_utc: AwareDatetime = Field(
+    timestamp_utc: Annotated[datetime, UtcTimestamp] = Field(
         description="When the publisher validated the payment; ISO 8601 in UTC with a Z suffix.",
         json_schema_extra={"pattern": UTC_SUFFIX_PATTERN},
     )
@@ -77,36 +67,6 @@ class Envelope(_Strict):
         examples=["bulk_anz_20250501_batch_0042"],
     )
     tenant_id: TenantId
-
-    @field_validator("message_id", mode="before")
-    @classmethod
-    def _canonical_uuid(cls, value: Any) -> Any:
-        if not isinstance(value, str):
-            return value  # a UUID instance passes; anything else is refused by the UUID validator
-        if not UUID_PATTERN.match(value):
-            raise ValueError("message_id must be a UUID in canonical 8-4-4-4-12 hex form")
-        return UUID(value)
-
-    @field_validator("timestamp_utc", mode="before")
-    @classmethod
-    def _iso_8601_string(cls, value: Any) -> Any:
-        # Parsed here, not by pydantic: after a "before" validator a strict datetime field no longer
-        # accepts a string, even from JSON.
-        if not isinstance(value, str):
-            return value  # a datetime instance passes; anything else is refused by the datetime validator
-        if not TIMESTAMP_PATTERN.match(value):
-            raise ValueError("timestamp_utc must be an ISO 8601 date-time such as 2025-05-01T02:14:33.421Z")
-        try:
-            return datetime.fromisoformat(value.upper())
-        except ValueError as exc:
-            raise ValueError(f"timestamp_utc is not a valid date-time: {exc}") from None
-
-    @field_validator("timestamp_utc")
-    @classmethod
-    def _must_be_utc(cls, value: datetime) -> datetime:
-        if value.utcoffset() != timedelta(0):
-            raise ValueError("timestamp_utc must be in UTC (suffix Z or +00:00)")
-        return value.astimezone(UTC)
 
 
 def wire_timestamp(moment: datetime) -> str:

@@ -51,7 +51,9 @@ class Outcome(enum.Enum):
 
 
 Result = Outcome | MessageFailure
-PaymentKey = tuple[str, UUID]  # (tenant_id, message_id)
+# (tenant_id, message_id.int): the flush's maps key a message_id by its integer, whose hash is C; a UUID's
+# `__hash__` is a Python call, several per payment on the consumer's hot path.
+PaymentKey = tuple[str, int]
 
 
 @dataclass(slots=True)
@@ -147,41 +149,41 @@ class GroupCommitter:
         for submission in batch:
             # A second copy in the same flush: the first one decides, this one is a duplicate (or a conflict).
             outcomes = [
-                results[p.tenant_id][p.message_id]
-                if (first := firsts[p.tenant_id, p.message_id]) is p
-                else _copy_of(first, results[p.tenant_id][p.message_id], p)
+                results[p.tenant_id][p.message_id.int]
+                if (first := firsts[p.tenant_id, p.message_id.int]) is p
+                else _copy_of(first, results[p.tenant_id][p.message_id.int], p)
                 for p in submission.payments
             ]
             if not submission.done.done():
                 submission.done.set_result(outcomes)
 
-    async def _commit_or_split(self, tenant_id: str, items: Sequence[PaymentMessage]) -> dict[UUID, Result]:
+    async def _commit_or_split(self, tenant_id: str, items: Sequence[PaymentMessage]) -> dict[int, Result]:
         """Commit a tenant's share; if PostgreSQL refuses a row, commit each half the same way."""
         try:
             return await self._commit_tenant(tenant_id, items)
         except Exception as exc:  # never str(exc): it carries the statement's parameters
             if not row_refused(exc):  # the connection or the server failed: every payment may be retried
                 error: MessageFailure = CommitFailed(f"commit failed: {describe(exc)}")
-                return {p.message_id: error for p in items}
+                return {p.message_id.int: error for p in items}
             if len(items) == 1:
                 error = RefusedByDatabase(f"PostgreSQL refused this payment: {describe(exc)}")
-                return {items[0].message_id: error}
+                return {items[0].message_id.int: error}
         half = len(items) // 2
         return {
             **await self._commit_or_split(tenant_id, items[:half]),
             **await self._commit_or_split(tenant_id, items[half:]),
         }
 
-    async def _commit_tenant(self, tenant_id: str, items: Sequence[PaymentMessage]) -> dict[UUID, Result]:
+    async def _commit_tenant(self, tenant_id: str, items: Sequence[PaymentMessage]) -> dict[int, Result]:
         async with self._uow_factory(tenant_id) as uow:
             if not await self._tenant_known(uow, tenant_id):
                 error = UnknownTenant(f"tenant {tenant_id!r} is not known to remit")
-                return {p.message_id: error for p in items}
+                return {p.message_id.int: error for p in items}
             digests = [payment_digest(p) for p in items]
-            new_ids = await uow.idempotency.claim(items, digests)
-            new = [p for p in items if p.message_id in new_ids]
+            claimed = {message_id.int for message_id in await uow.idempotency.claim(items, digests)}
+            new = [p for p in items if p.message_id.int in claimed]
             duplicates = {
-                p.message_id: (p, d) for p, d in zip(items, digests, strict=True) if p.message_id not in new_ids
+                p.message_id: (p, d) for p, d in zip(items, digests, strict=True) if p.message_id.int not in claimed
             }
             conflicts = await _conflicts(uow.idempotency, tenant_id, duplicates)
             failures = await _record(uow.idempotency, tenant_id, new, await self._book(uow, new))
@@ -189,7 +191,8 @@ class GroupCommitter:
                 self._after_core()  # a fault point (tests): the core committed, remit has not
             await uow.commit()
         self._after_commit()
-        return {p.message_id: _outcome(p.message_id, new_ids, {**conflicts, **failures}) for p in items}
+        failed = {**conflicts, **failures}
+        return {p.message_id.int: _outcome(p.message_id, p.message_id.int in claimed, failed) for p in items}
 
     async def _book(self, uow: UnitOfWork, payments: Sequence[PaymentMessage]) -> list[CoreOutcome]:
         return await self._core_banking.book(payments, uow.ledger) if payments else []
@@ -217,7 +220,7 @@ async def _record(
 def _first_per_payment(payments: Sequence[PaymentMessage]) -> dict[PaymentKey, PaymentMessage]:
     firsts: dict[PaymentKey, PaymentMessage] = {}
     for payment in payments:
-        firsts.setdefault((payment.tenant_id, payment.message_id), payment)
+        firsts.setdefault((payment.tenant_id, payment.message_id.int), payment)
     return firsts
 
 
@@ -249,7 +252,7 @@ def _conflict(payment: PaymentMessage, recorded: bytes) -> ConflictingDuplicate:
     )
 
 
-def _outcome(message_id: UUID, new_ids: set[UUID], failures: Mapping[UUID, MessageFailure]) -> Result:
-    if message_id in failures:
+def _outcome(message_id: UUID, claimed: bool, failures: Mapping[UUID, MessageFailure]) -> Result:
+    if failures and message_id in failures:
         return failures[message_id]
-    return Outcome.PROCESSED if message_id in new_ids else Outcome.DUPLICATE
+    return Outcome.PROCESSED if claimed else Outcome.DUPLICATE

@@ -9,6 +9,7 @@ redelivery counts towards the queue's delivery limit)."""
 
 import asyncio
 import logging
+import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -146,6 +147,7 @@ class PaymentProcessor:
                     result is Outcome.PROCESSED
                     and isinstance(published, int | float)
                     and not isinstance(published, bool)
+                    and math.isfinite(published)  # a NaN would make the histogram's sum NaN for good
                 ):
                     latencies[header].append(max(committed_at - published / 1000, 0.0))
         tenant = self._metrics.tenant
@@ -154,9 +156,7 @@ class PaymentProcessor:
         for (queue, header, outcome), n in outcomes.items():
             self._metrics.outcomes.labels(queue, tenant(header), outcome).inc(n)
         for header, values in latencies.items():
-            histogram = self._metrics.latency.labels(tenant(header))
-            for value in values:
-                histogram.observe(value)
+            self._metrics.observe_latencies(tenant(header), values)
 
     async def _fail(self, delivery: Delivery, payment: PaymentMessage | None, error: MessageFailure) -> None:
         result = await self._failures.handle(delivery, payment, error, self._clock())

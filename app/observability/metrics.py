@@ -3,7 +3,9 @@
 queue names (a dedicated queue's name ends in its tenant's label, so it is bounded the same way)."""
 
 import threading
-from collections.abc import Callable
+from bisect import bisect_left
+from collections import Counter as Tally
+from collections.abc import Callable, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -158,6 +160,17 @@ class Metrics:
             buckets=CORE_BUCKETS,
             registry=r,
         )
+
+    def observe_latencies(self, tenant: str, seconds: Sequence[float]) -> None:
+        """A batch's publish-to-processed latencies, counted per bucket: the same series as one `observe` per
+        payment, which takes two locks and walks the buckets each time (a few µs a payment of the consumer's
+        CPU). Reads the child's bucket counters: prometheus_client is pinned, and a test compares the two."""
+        if not seconds:
+            return
+        child = self.latency.labels(tenant)
+        for index, n in Tally(bisect_left(child._upper_bounds, value) for value in seconds).items():
+            child._buckets[index].inc(n)
+        child._sum.inc(sum(seconds))
 
     def observe_stage(self, stage: str, seconds: float) -> None:
         self.batch_stage.labels(stage).observe(seconds)

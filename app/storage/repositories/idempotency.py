@@ -53,8 +53,9 @@ class SqlIdempotencyRecords:
 
     async def claim(self, payments: Sequence[PaymentMessage], digests: Sequence[bytes]) -> set[UUID]:
         # In message_id order: two transactions claiming overlapping ids then wait on the first shared one only,
-        # never on each other (the committer runs several flushes at once).
-        pairs = sorted(zip(payments, digests, strict=True), key=lambda pair: pair[0].message_id)
+        # never on each other (the committer runs several flushes at once). By `.int`, UUID's own order without
+        # a Python-level `__lt__` per comparison.
+        pairs = sorted(zip(payments, digests, strict=True), key=lambda pair: pair[0].message_id.int)
         payments, digests = [p for p, _ in pairs], [d for _, d in pairs]
         driver = await driver_of(self._connection)
         rows = await driver.fetch(
