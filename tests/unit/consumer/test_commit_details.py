@@ -164,7 +164,7 @@ async def test_each_delivery_is_counted_and_a_processed_ones_latency_observed(db
     paid, ahead, unstamped = (make_message(tenant_id=tenant) for _ in range(3))
     now_ms = int(time.time() * 1000)
 
-    def stamped(ms: int) -> dict[str, object]:
+    def stamped(ms: float) -> dict[str, object]:
         return {headers.TENANT: tenant, headers.PUBLISHED_AT: ms}
 
     metrics = Metrics()
@@ -176,13 +176,17 @@ async def test_each_delivery_is_counted_and_a_processed_ones_latency_observed(db
             relayed(unstamped),
             relayed(make_message(tenant_id=tenant), headers={headers.TENANT: 7}),  # a header that is not a name
         )
+        await consumer.deliver(  # stamps that are no time at all: counted, no latency (a NaN sum stays NaN)
+            relayed(make_message(tenant_id=tenant), headers=stamped(float("nan"))),
+            relayed(make_message(tenant_id=tenant), headers=stamped(float("-inf"))),
+        )
 
     def sample(name: str, **labels: str) -> float | None:
         return metrics.registry.get_sample_value(name, labels)
 
-    assert sample("remit_consumed_total", queue=QUEUE, tenant=tenant) == 4
+    assert sample("remit_consumed_total", queue=QUEUE, tenant=tenant) == 6
     assert sample("remit_consumed_total", queue=QUEUE, tenant="unknown") == 1
-    assert sample("remit_outcomes_total", queue=QUEUE, tenant=tenant, outcome="processed") == 3
+    assert sample("remit_outcomes_total", queue=QUEUE, tenant=tenant, outcome="processed") == 5
     assert sample("remit_outcomes_total", queue=QUEUE, tenant=tenant, outcome="duplicate") == 1
     assert sample("remit_publish_to_processed_seconds_count", tenant=tenant) == 2  # the processed stamped ones
     assert sample("remit_publish_to_processed_seconds_bucket", tenant=tenant, le="0.005") == 1  # the one ahead
