@@ -9,7 +9,6 @@ redelivery counts towards the queue's delivery limit)."""
 
 import asyncio
 import logging
-import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -142,14 +141,9 @@ class PaymentProcessor:
             consumed[delivery.queue, header] += 1
             if isinstance(result, Outcome):
                 outcomes[delivery.queue, header, result.value] += 1
-                published = delivery.headers.get(headers.PUBLISHED_AT)
-                if (
-                    result is Outcome.PROCESSED
-                    and isinstance(published, int | float)
-                    and not isinstance(published, bool)
-                    and math.isfinite(published)  # a NaN would make the histogram's sum NaN for good
-                ):
-                    latencies[header].append(max(committed_at - published / 1000, 0.0))
+                published = headers.published_at(delivery.headers)
+                if result is Outcome.PROCESSED and published is not None:
+                    latencies[header].append(max(committed_at - published, 0.0))
         tenant = self._metrics.tenant
         for (queue, header), n in consumed.items():
             self._metrics.consumed.labels(queue, tenant(header)).inc(n)

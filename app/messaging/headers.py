@@ -4,6 +4,7 @@ Every `remit-*` header is believed only on a message a trusted publisher sent (a
 a tenant publishing directly controls all of its headers, so from anyone else they are claims.
 """
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,8 +32,9 @@ BODY_SHA256 = "remit-body-sha256"
 
 
 def published_at(headers: Mapping[str, Any] | None) -> float | None:
-    """The publish stamp (PUBLISHED_AT) in epoch seconds, or None when it is missing or not a number."""
+    """The publish stamp (PUBLISHED_AT) in epoch seconds, or None when it is missing or not a finite number (a
+    direct publisher can send a NaN or an infinity: no time, and one NaN makes a histogram's sum NaN for good)."""
     stamp = (headers or {}).get(PUBLISHED_AT)
-    if isinstance(stamp, int | float) and not isinstance(stamp, bool):
+    if isinstance(stamp, int | float) and not isinstance(stamp, bool) and math.isfinite(stamp):
         return stamp / 1000
     return None
