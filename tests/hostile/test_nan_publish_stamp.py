@@ -1,6 +1,7 @@
 """A direct publisher's `remit-published-at` stamp of NaN or infinity cannot reach the consumer: RabbitMQ
-(3.10, whose Erlang floats have neither) closes the publisher's connection with 541 INTERNAL_ERROR. `headers.published_at` refuses such a stamp anyway (tests/unit/test_published_at.py): one NaN
-observed would make a histogram's sum NaN for as long as the consumer runs."""
+(3.10, whose Erlang floats have neither) closes the publisher's connection with 541 INTERNAL_ERROR.
+`headers.published_at` refuses such a stamp anyway (tests/unit/test_published_at.py): one NaN observed would
+make a histogram's sum NaN for as long as the consumer runs."""
 
 import pytest
 from aiormq.exceptions import AMQPError
