@@ -242,7 +242,12 @@ async def running_consumer(settings: Settings, ports: Ports) -> AsyncIterator[Ru
             settings.tier_workers, settings.prefetch, settings.commit_batch_max, body_limits(settings)
         )
         pools = PoolManager(
-            broker.connection, broker.topology, workers, services.processor.process_batch, metrics.observe_stage
+            broker.connection,
+            broker.topology,
+            workers,
+            services.processor.process_batch,
+            metrics.observe_stage,
+            publisher_identity(settings).is_trusted,
         )
         if core.breaker is not None:  # open: every pool pauses (the broker keeps the payments); closed: resume
             show_breaker(metrics, core.breaker.status)

@@ -19,7 +19,7 @@ from aio_pika.abc import AbstractRobustConnection
 
 from app.consumer.breaker import BreakerState, BreakerStatus
 from app.consumer.delivery import BodyLimits
-from app.consumer.worker import ProcessBatch, QueueWorkers
+from app.consumer.worker import ProcessBatch, QueueWorkers, Trusts, trusts_nobody
 from app.messaging.queues import ready_count
 from app.messaging.topology import TIERS, Topology
 from app.observability.metrics import ObserveStage, ignore_stage
@@ -67,8 +67,10 @@ class PoolManager:
         settings: WorkerSettings,
         process: ProcessBatch,
         observe: ObserveStage = ignore_stage,
+        trusts: Trusts = trusts_nobody,
     ) -> None:
         self._observe = observe
+        self._trusts = trusts
         self._connection = connection
         self._topology = topology
         self._settings = settings
@@ -96,6 +98,7 @@ class PoolManager:
             self._process,
             self._settings.bodies,
             self._observe,
+            self._trusts,
         )
         return Pool(name, tier, workers)
 

@@ -141,7 +141,9 @@ class PaymentProcessor:
             consumed[delivery.queue, header] += 1
             if isinstance(result, Outcome):
                 outcomes[delivery.queue, header, result.value] += 1
-                published = headers.published_at(delivery.headers)
+                # The stamp is the relay's: from anyone else (a direct publisher) it is a claim, not a time.
+                trusted = self._intake.publishers.is_trusted(delivery.user_id)
+                published = headers.published_at(delivery.headers) if trusted else None
                 if result is Outcome.PROCESSED and published is not None:
                     latencies[header].append(max(committed_at - published, 0.0))
         tenant = self._metrics.tenant

@@ -42,6 +42,12 @@ log = logging.getLogger("remit.consumer")
 
 ProcessBatch = Callable[[Sequence[Delivery]], Awaitable[list[bool]]]
 Receipt = tuple[Underlay, int]  # the channel a delivery came on, and its delivery tag there
+Trusts = Callable[[str | None], bool]  # whether a delivery's user_id is a trusted publisher (remit's own)
+
+
+def trusts_nobody(user_id: str | None) -> bool:
+    return False
+
 
 # When even a failure could not be recorded (database down), pause before the deliveries go back to the
 # queue so an outage is not a hot redelivery loop; the quorum delivery limit is the backstop.
@@ -109,9 +115,11 @@ class QueueWorkers:
         process: ProcessBatch,
         bodies: BodyLimits,
         observe: ObserveStage = ignore_stage,
+        trusts: Trusts = trusts_nobody,
     ) -> None:
         self.queue_name = queue
         self._observe = observe
+        self._trusts = trusts
         self.size = max(1, workers)
         self._connection = connection
         self._arguments = dict(queue_arguments) if queue_arguments is not None else None
@@ -241,7 +249,8 @@ class QueueWorkers:
 
     def _observe_arrival(self, oldest: Delivery, arrived: float) -> None:
         self._observe("buffered", time.time() - arrived)
-        published = headers.published_at(oldest.headers)
+        # The stamp is the relay's: from anyone else (a direct publisher) it is a claim, not a time.
+        published = headers.published_at(oldest.headers) if self._trusts(oldest.user_id) else None
         if published is not None:
             self._observe("delivered", max(arrived - published, 0.0))  # publish to our callback
 

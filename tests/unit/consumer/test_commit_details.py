@@ -195,6 +195,18 @@ async def test_each_delivery_is_counted_and_a_processed_ones_latency_observed(db
     assert 2 <= latency < 30
 
 
+async def test_a_direct_publishers_stamp_is_a_claim_and_no_latency(db: FakeDatabase) -> None:
+    tenant = (await add_tenant(db)).tenant_id
+    hour_ago = {headers.TENANT: tenant, headers.PUBLISHED_AT: int(time.time() * 1000) - 3_600_000}
+    metrics = Metrics()
+    async with running_consumer(db, metrics=metrics) as consumer:
+        assert await consumer.deliver(direct(make_message(tenant_id=tenant), headers=hour_ago)) == [True]
+
+    processed = {"queue": QUEUE, "tenant": tenant, "outcome": "processed"}
+    assert metrics.registry.get_sample_value("remit_outcomes_total", processed) == 1
+    assert metrics.registry.get_sample_value("remit_publish_to_processed_seconds_count", {"tenant": tenant}) is None
+
+
 async def test_a_committer_never_started_commits_nothing(db: FakeDatabase) -> None:
     committer = GroupCommitter(fake_uow_factory(db), FakeCore(), max_batch=10)
     assert not committer.running()
