@@ -137,6 +137,7 @@ async def core_link(settings: Settings, ports: Ports, observe: ObserveCore = ign
 class ConsumerServices:
     processor: PaymentProcessor
     committer: GroupCommitter
+    identity: PublisherIdentity
 
 
 def build_consumer(
@@ -180,7 +181,7 @@ def build_consumer(
         DirectAdmission(uow_factory, identity, settings.tenant_refresh_seconds),
         metrics,
     )
-    return ConsumerServices(processor, committer)
+    return ConsumerServices(processor, committer, identity)
 
 
 def body_limits(settings: Settings) -> BodyLimits:
@@ -247,7 +248,7 @@ async def running_consumer(settings: Settings, ports: Ports) -> AsyncIterator[Ru
             workers,
             services.processor.process_batch,
             metrics.observe_stage,
-            publisher_identity(settings).is_trusted,
+            services.identity.is_trusted,
         )
         if core.breaker is not None:  # open: every pool pauses (the broker keeps the payments); closed: resume
             show_breaker(metrics, core.breaker.status)

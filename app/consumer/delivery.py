@@ -1,11 +1,17 @@
 """What the consumer knows about one delivery, independent of the AMQP client library."""
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from app.messaging import headers
+
+Trusts = Callable[[str | None], bool]  # whether a user_id is a trusted publisher (remit's own login)
+
+
+def trusts_nobody(user_id: str | None) -> bool:
+    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +33,11 @@ class Delivery:
     redelivered: bool = False
     routing_key: str | None = None
     truncated: Truncated | None = None
+
+    def published_at(self, trusts: Trusts) -> float | None:
+        """The relay's publish stamp in epoch seconds; None when absent or not a finite number, and from a
+        publisher remit does not trust (a direct publisher's stamp is a claim, not a time)."""
+        return headers.published_at(self.headers) if trusts(self.user_id) else None
 
     @property
     def size(self) -> int:

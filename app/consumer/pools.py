@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from aio_pika.abc import AbstractRobustConnection
 
 from app.consumer.breaker import BreakerState, BreakerStatus
-from app.consumer.delivery import BodyLimits
-from app.consumer.worker import ProcessBatch, QueueWorkers, Trusts, trusts_nobody
+from app.consumer.delivery import BodyLimits, Trusts, trusts_nobody
+from app.consumer.worker import ProcessBatch, QueueWorkers
 from app.messaging.queues import ready_count
 from app.messaging.topology import TIERS, Topology
 from app.observability.metrics import ObserveStage, ignore_stage

@@ -136,15 +136,13 @@ class PaymentProcessor:
         outcomes: Counter[tuple[str, str | None, str]] = Counter()
         latencies: dict[str | None, list[float]] = defaultdict(list)
         committed_at = self._clock().timestamp()
+        trusts = self._intake.publishers.is_trusted
         for delivery, result in zip(deliveries, results, strict=True):
             header = _header_tenant(delivery)
             consumed[delivery.queue, header] += 1
             if isinstance(result, Outcome):
                 outcomes[delivery.queue, header, result.value] += 1
-                # The stamp is the relay's: from anyone else (a direct publisher) it is a claim, not a time.
-                trusted = self._intake.publishers.is_trusted(delivery.user_id)
-                published = headers.published_at(delivery.headers) if trusted else None
-                if result is Outcome.PROCESSED and published is not None:
+                if result is Outcome.PROCESSED and (published := delivery.published_at(trusts)) is not None:
                     latencies[header].append(max(committed_at - published, 0.0))
         tenant = self._metrics.tenant
         for (queue, header), n in consumed.items():

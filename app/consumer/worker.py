@@ -33,21 +33,14 @@ from aio_pika.abc import AbstractRobustConnection
 from aiormq.abc import AbstractChannel as Underlay
 from aiormq.abc import DeliveredMessage
 
-from app.consumer.delivery import BodyLimits, Delivery, Truncated
+from app.consumer.delivery import BodyLimits, Delivery, Truncated, Trusts, trusts_nobody
 from app.consumer.inline_delivery import deliver_inline
-from app.messaging import headers
 from app.observability.metrics import ObserveStage, ignore_stage
 
 log = logging.getLogger("remit.consumer")
 
 ProcessBatch = Callable[[Sequence[Delivery]], Awaitable[list[bool]]]
 Receipt = tuple[Underlay, int]  # the channel a delivery came on, and its delivery tag there
-Trusts = Callable[[str | None], bool]  # whether a delivery's user_id is a trusted publisher (remit's own)
-
-
-def trusts_nobody(user_id: str | None) -> bool:
-    return False
-
 
 # When even a failure could not be recorded (database down), pause before the deliveries go back to the
 # queue so an outage is not a hot redelivery loop; the quorum delivery limit is the backstop.
@@ -249,8 +242,7 @@ class QueueWorkers:
 
     def _observe_arrival(self, oldest: Delivery, arrived: float) -> None:
         self._observe("buffered", time.time() - arrived)
-        # The stamp is the relay's: from anyone else (a direct publisher) it is a claim, not a time.
-        published = headers.published_at(oldest.headers) if self._trusts(oldest.user_id) else None
+        published = oldest.published_at(self._trusts)
         if published is not None:
             self._observe("delivered", max(arrived - published, 0.0))  # publish to our callback
 

@@ -4,7 +4,6 @@ enforces it; a tenant's view holds its own queues and count only; and the same f
 
 import asyncio
 import contextlib
-import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -24,6 +23,7 @@ from app.resources import uow_factory_for
 from app.settings import Settings
 from app.storage.tables import tenants
 from app.storage.unit_of_work import UnitOfWorkFactory
+from tests.utils.exposition import sample
 from tests.utils.factories import make_wire_dict, to_wire_bytes
 from tests.utils.queues import accept_payments, publish_paced, require_broker_cli
 from tests.utils.services import ServiceEnv, ServiceProcess, eventually
@@ -153,12 +153,6 @@ async def test_a_tenant_sees_its_own_queues_and_count_only(
 
 
 TIERS = ("free", "basic", "premium", "enterprise")
-
-
-def sample(metrics: str, name: str, **labels: str) -> float | None:
-    wanted = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
-    match = re.search(rf"^{name}\{{{re.escape(wanted)}\}} (\S+)$", metrics, re.MULTILINE)
-    return float(match.group(1)) if match else None
 
 
 @pytest.fixture
