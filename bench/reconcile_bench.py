@@ -22,7 +22,7 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from reconcile_datagen import AS_OF, GRACE, generate
+from reconcile_datagen import AS_OF, GRACE, LAYOUT, generate
 from reconcile_duckdb import reconcile_duckdb
 
 from reconciliation.config import RunConfig
@@ -35,11 +35,12 @@ _KEYS = [("correlation_id", "ascending"), ("tenant_id", "ascending"), ("currency
 
 def _snapshot(n: int, base: Path) -> Path:
     path = base / f"remit-recon-bench-{n}"
-    if not (path / "_generated").exists():
+    marker = path / "_generated"
+    if not marker.exists() or marker.read_text() != LAYOUT:
         started = time.perf_counter()
         print(f"generating {n:,} messages in {path} ...", flush=True)
         generate(path, n)
-        (path / "_generated").write_text("ok\n")
+        marker.write_text(LAYOUT)
         print(f"  generated in {time.perf_counter() - started:.1f} s", flush=True)
     return path
 

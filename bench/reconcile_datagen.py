@@ -14,6 +14,8 @@ import pyarrow.parquet as pq
 from reconciliation.snapshot import BATCH_TOTALS, BATCHES, DEAD_LETTERS, LEDGER, OUTBOX, PROCESSED_MESSAGES
 
 AS_OF = datetime(2025, 5, 2, tzinfo=UTC)
+# Written beside a cached snapshot: one generated in an older layout (message_ids as text) is generated again.
+LAYOUT = "message_id as two int64 halves\n"
 _US = 1_000_000
 _HOUR = 3600 * _US
 
@@ -38,17 +40,13 @@ UNEXPECTED_SHARE = 0.0005  # ledger rows never accepted; half reuse another tena
 BROKEN_TOTALS_SHARE = 0.001
 
 
-def _uuid_strings(rng: np.random.Generator, n: int) -> pa.Array:
-    """n random canonical UUID strings built straight into an Arrow buffer (no Python objects)."""
-    hexdigits = np.frombuffer(b"0123456789abcdef", np.uint8)
-    raw = rng.integers(0, 256, (n, 16), dtype=np.uint8)
-    digits = np.empty((n, 32), np.uint8)
-    digits[:, 0::2], digits[:, 1::2] = hexdigits[raw >> 4], hexdigits[raw & 15]
-    dash = np.full((n, 1), ord("-"), np.uint8)
-    text = np.hstack([digits[:, :8], dash, digits[:, 8:12], dash, digits[:, 12:16], dash, digits[:, 16:20], dash,
-                      digits[:, 20:]])  # fmt: skip
-    offsets = np.arange(0, 36 * (n + 1), 36, dtype=np.int64)
-    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(text.tobytes())).cast(pa.string())
+def _uuids(rng: np.random.Generator, n: int) -> np.ndarray:
+    """n random message_ids as stored in a snapshot: an (n, 2) array of their int64 halves."""
+    return rng.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, (n, 2), dtype=np.int64, endpoint=True)
+
+
+def _message_ids(ids: np.ndarray) -> dict[str, np.ndarray]:
+    return {"message_id_hi": ids[:, 0], "message_id_lo": ids[:, 1]}
 
 
 def _ts(values: np.ndarray) -> pa.Array:
@@ -87,9 +85,9 @@ def generate(out: Path, n: int, seed: int = 7, first_batch: int = 0) -> dict[str
     age = np.where(fate == "missing", rng.integers(25 * _HOUR, 30 * _HOUR, n), age)
     accepted_at = as_of_us - age
     expires_at = accepted_at + 24 * _HOUR
-    message_id = _uuid_strings(rng, n)
+    message_id = _uuids(rng, n)
 
-    outbox = pa.table({"message_id": message_id, "tenant_id": tenant, "correlation_id": corr,
+    outbox = pa.table({**_message_ids(message_id), "tenant_id": tenant, "correlation_id": corr,
                        "amount_cents": amount, "currency": currency, "accepted_at": _ts(accepted_at),
                        "expires_at": _ts(expires_at)})  # fmt: skip
     _write(outbox, OUTBOX.arrow_schema(), OUTBOX.path(out))
@@ -106,9 +104,9 @@ def generate(out: Path, n: int, seed: int = 7, first_batch: int = 0) -> dict[str
     reused = rng.choice(n, n_unexpected // 2, replace=False)  # once each: equal booking times tie otherwise
     unexpected_batch = np.concatenate([(batch_of[reused] + 1) % n_batches,  # the next batch: another tenant
                                        rng.integers(0, n_batches, n_unexpected - reused.size)])  # fmt: skip
-    unexpected_id = pa.concat_arrays([message_id.take(reused), _uuid_strings(rng, n_unexpected - reused.size)])
+    unexpected_id = np.concatenate([message_id[reused], _uuids(rng, n_unexpected - reused.size)])
     ledger = pa.table({
-        "message_id": pa.concat_arrays([message_id.take(ledger_ix), unexpected_id]),
+        **_message_ids(np.concatenate([message_id[ledger_ix], unexpected_id])),
         "tenant_id": pa.concat_arrays([tenant.take(ledger_ix), pa.array(tenants[unexpected_batch], pa.string())]),
         "correlation_id": pa.concat_arrays([corr.take(ledger_ix),
                                             pa.array(batch_ids[unexpected_batch], pa.string())]),
@@ -119,7 +117,7 @@ def generate(out: Path, n: int, seed: int = 7, first_batch: int = 0) -> dict[str
     _write(ledger, LEDGER.arrow_schema(), LEDGER.path(out))
 
     pm_ix = np.flatnonzero(booked | (fate == "idempotent_no_money"))
-    processed = pa.table({"message_id": message_id.take(pm_ix), "tenant_id": tenant.take(pm_ix),
+    processed = pa.table({**_message_ids(message_id[pm_ix]), "tenant_id": tenant.take(pm_ix),
                           "correlation_id": corr.take(pm_ix),
                           "processed_at": _ts(accepted_at[pm_ix] + 30 * _US),
                           # booked in remit's own ledger: no external core's transfer id
@@ -136,7 +134,7 @@ def generate(out: Path, n: int, seed: int = 7, first_batch: int = 0) -> dict[str
     status = np.select([dl_fate == "replayed_processed", dl_fate == "resolved_processed"], ["replayed", "resolved"],
                        default=np.array(["open", "open", "discarded"])[rng.integers(0, 3, dl_ix.size)])  # fmt: skip
     failed_at = accepted_at[dl_ix] + 10 * _US
-    dead = pa.table({"message_id": message_id.take(dl_ix), "tenant_id": tenant.take(dl_ix),
+    dead = pa.table({**_message_ids(message_id[dl_ix]), "tenant_id": tenant.take(dl_ix),
                      "correlation_id": corr.take(dl_ix), "amount_cents": amount[dl_ix],
                      "currency": currency.take(dl_ix), "reason": reason, "status": status,
                      "first_failed_at": _ts(failed_at), "last_failed_at": _ts(failed_at)})  # fmt: skip

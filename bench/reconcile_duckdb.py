@@ -1,7 +1,9 @@
 """The reference reconciliation in DuckDB SQL, on the same Parquet snapshot as the Spark job.
 
 Written independently of reconciliation/classify.py (plain SQL, the same precedence), so the bench
-checks the two implementations against each other as well as timing them.
+checks the two implementations against each other as well as timing them. It matches messages on the same
+columns the job does, the tenant and the message_id's two int64 halves (reconciliation/snapshot.py): a
+fixed-width key helps DuckDB too, so the reference stays at its best.
 """
 
 from datetime import datetime, timedelta
@@ -17,36 +19,37 @@ from reconciliation import statuses as st
 # DuckDB at its best.
 _MESSAGES_SQL = """
 WITH o AS (
-    SELECT message_id, correlation_id, tenant_id, currency, amount_cents, expires_at
+    SELECT message_id_hi, message_id_lo, correlation_id, tenant_id, currency, amount_cents, expires_at
     FROM read_parquet('{d}/outbox.parquet')
 ), led AS (
-    SELECT tenant_id, message_id, count(*) AS n_led, min(amount_cents) AS l_amin, max(amount_cents) AS l_amax,
+    SELECT tenant_id, message_id_hi, message_id_lo, count(*) AS n_led,
+        min(amount_cents) AS l_amin, max(amount_cents) AS l_amax,
         min(currency) AS l_cmin, max(currency) AS l_cmax, arg_min(correlation_id, booked_at) AS l_corr,
         arg_min(currency, booked_at) AS l_ccy, arg_min(amount_cents, booked_at) AS l_amount
-    FROM read_parquet('{d}/ledger.parquet') GROUP BY tenant_id, message_id
+    FROM read_parquet('{d}/ledger.parquet') GROUP BY tenant_id, message_id_hi, message_id_lo
 ), pm AS (
-    SELECT tenant_id, message_id, count(*) AS n_pm, min(correlation_id) AS p_corr
-    FROM read_parquet('{d}/processed_messages.parquet') GROUP BY tenant_id, message_id
+    SELECT tenant_id, message_id_hi, message_id_lo, count(*) AS n_pm, min(correlation_id) AS p_corr
+    FROM read_parquet('{d}/processed_messages.parquet') GROUP BY tenant_id, message_id_hi, message_id_lo
 ), dl AS (
-    SELECT tenant_id, message_id,
+    SELECT tenant_id, message_id_hi, message_id_lo,
         count(*) FILTER (status <> 'replayed' AND reason <> 'expired') AS n_dl,
         count(*) FILTER (status <> 'replayed' AND reason = 'expired') AS n_exp,
         min(correlation_id) AS d_corr, min(currency) AS d_ccy
-    FROM read_parquet('{d}/dead_letters.parquet') WHERE message_id IS NOT NULL GROUP BY tenant_id, message_id
+    FROM read_parquet('{d}/dead_letters.parquet') WHERE message_id_hi IS NOT NULL
+    GROUP BY tenant_id, message_id_hi, message_id_lo
 ), classified AS (
-    SELECT o.message_id IS NOT NULL AS accepted,
-        coalesce(o.message_id, led.message_id, pm.message_id, dl.message_id) AS message_id,
+    SELECT o.message_id_hi IS NOT NULL AS accepted,
         coalesce(o.correlation_id, l_corr, least(p_corr, d_corr)) AS correlation_id,
         coalesce(o.tenant_id, led.tenant_id, pm.tenant_id, dl.tenant_id) AS tenant_id,
         coalesce(o.currency, l_ccy, d_ccy) AS currency,
         coalesce(o.amount_cents, l_amount, 0) AS amount_cents,
         CASE
-            WHEN n_led > 0 AND o.message_id IS NULL THEN 'unexpected'
+            WHEN n_led > 0 AND o.message_id_hi IS NULL THEN 'unexpected'
             WHEN n_led > 0 AND (l_amin <> o.amount_cents OR l_amax <> o.amount_cents
                                 OR l_cmin <> o.currency OR l_cmax <> o.currency) THEN 'mismatch'
             WHEN n_led > 1 THEN 'duplicate'
             WHEN n_led = 1 THEN 'processed'
-            WHEN o.message_id IS NULL THEN NULL
+            WHEN o.message_id_hi IS NULL THEN NULL
             WHEN n_dl > 0 THEN 'dead_lettered'
             WHEN n_exp > 0 THEN 'expired'
             WHEN n_pm > 0 THEN 'missing'
@@ -54,11 +57,14 @@ WITH o AS (
             ELSE 'missing'
         END AS status
     FROM o
-    FULL JOIN led ON led.tenant_id = o.tenant_id AND led.message_id = o.message_id
+    FULL JOIN led ON led.tenant_id = o.tenant_id AND led.message_id_hi = o.message_id_hi
+        AND led.message_id_lo = o.message_id_lo
     FULL JOIN pm ON pm.tenant_id = coalesce(o.tenant_id, led.tenant_id)
-        AND pm.message_id = coalesce(o.message_id, led.message_id)
+        AND pm.message_id_hi = coalesce(o.message_id_hi, led.message_id_hi)
+        AND pm.message_id_lo = coalesce(o.message_id_lo, led.message_id_lo)
     FULL JOIN dl ON dl.tenant_id = coalesce(o.tenant_id, led.tenant_id, pm.tenant_id)
-        AND dl.message_id = coalesce(o.message_id, led.message_id, pm.message_id)
+        AND dl.message_id_hi = coalesce(o.message_id_hi, led.message_id_hi, pm.message_id_hi)
+        AND dl.message_id_lo = coalesce(o.message_id_lo, led.message_id_lo, pm.message_id_lo)
 ), summary AS (
     SELECT correlation_id, tenant_id, currency,
         count(*) FILTER (accepted) AS accepted_count,

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from reconcile_bench import _append_result
-from reconcile_datagen import AS_OF, GRACE, generate
+from reconcile_datagen import AS_OF, GRACE, LAYOUT, generate
 
 TIME_BAR = 12.0
 _TABLES = ("outbox", "ledger", "processed_messages", "dead_letters", "batch_totals", "batches")
@@ -36,7 +36,7 @@ _TABLES = ("outbox", "ledger", "processed_messages", "dead_letters", "batch_tota
 def _generate_parts(base: Path, parts: int, part_size: int) -> None:
     for part in range(parts):
         done = base / f"_part-{part:05d}"
-        if done.exists():
+        if done.exists() and done.read_text() == LAYOUT:
             continue
         started = time.perf_counter()
         staging = base / f"_staging-{part:05d}"
@@ -46,7 +46,7 @@ def _generate_parts(base: Path, parts: int, part_size: int) -> None:
             target.mkdir(parents=True, exist_ok=True)
             (staging / f"{table}.parquet").rename(target / f"part-{part:05d}.parquet")
         staging.rmdir()
-        done.write_text("ok\n")
+        done.write_text(LAYOUT)
         print(f"part {part + 1}/{parts} generated in {time.perf_counter() - started:.1f} s", flush=True)
     first = base / "first"
     for table in _TABLES:

@@ -10,7 +10,8 @@ grouped once by (tenant_id, message_id): one shuffle of the large data, whatever
 Names (correlation_id, currency, reason) travel as 64-bit hashes and are decoded on the driver
 (names.py): with only fixed-width aggregation buffers Spark runs a code-generated hash aggregate; a single
 string or struct buffer drops it to an interpreted sort aggregate, several times slower.
-The match key itself stays exact: the tenant_id and message_id strings (grouping keys, not buffers).
+The match key itself stays exact: the tenant_id string and the message_id's 128 bits as two int64 columns
+(snapshot.py), fixed-width grouping keys rather than a 36-character string.
 """
 
 from datetime import datetime, timedelta
@@ -19,6 +20,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from reconciliation import statuses as st
+from reconciliation.snapshot import halves
 
 # Source tags carried through the union (a byte each, to keep the shuffle narrow).
 SRC_OUTBOX = 1
@@ -28,9 +30,10 @@ SRC_DEAD_LETTER = 4
 SRC_CORE = 5  # a transfer in the external core's journal (three-way runs only)
 SRC_DIRECT = 6  # an idempotency record of a payment published directly over AMQP: it is also its acceptance
 
+MESSAGE_KEY = halves("message_id")  # a message_id as stored (snapshot.py)
 _TAGGED_COLUMNS = (
     "tenant_id",
-    "message_id",
+    *MESSAGE_KEY,
     "src",
     "corr_h",
     "ccy_h",
@@ -52,7 +55,7 @@ def _tagged(df: DataFrame, src: int | Column, ts: str, **overrides: Column) -> D
     """Project one source onto the shared tagged shape; columns a source lacks are typed nulls."""
     defaults: dict[str, Column] = {
         "tenant_id": F.col("tenant_id"),
-        "message_id": F.col("message_id"),
+        **{half: F.col(half) for half in MESSAGE_KEY},
         "src": (src if isinstance(src, Column) else F.lit(src)).cast("tinyint"),
         "corr_h": hashed("correlation_id"),
         "ccy_h": F.lit(None).cast("bigint"),
@@ -75,7 +78,7 @@ def three_way(tables: dict[str, DataFrame]) -> bool:
 def tag_sources(tables: dict[str, DataFrame]) -> DataFrame:
     """All message-level sources as one DataFrame, one row per source row."""
     money = {"ccy_h": hashed("currency"), "amount_cents": F.col("amount_cents")}
-    dead = tables["dead_letters"].where(F.col("message_id").isNotNull())  # unparseable: nothing to match
+    dead = tables["dead_letters"].where(F.col(MESSAGE_KEY[0]).isNotNull())  # unparseable: nothing to match
     direct = F.col("source") == F.lit(st.AMQP_SOURCE)
     tagged = (
         _tagged(tables["outbox"], SRC_OUTBOX, "accepted_at", expires_at=F.col("expires_at"), **money)
@@ -135,12 +138,12 @@ def _per_message(tagged: DataFrame, as_of: datetime, with_core: bool) -> DataFra
         return F.max_by(F.col(col), F.when(cond, F.col("ts")))
 
     # Repartitioning on the key first lets the aggregate run on the reduce side only: a map-side partial
-    # aggregate would be work for nothing, since a message's rows come from different files. message_id
-    # alone decides the partition (all of a message's rows meet there, whichever the tenant), which also
-    # satisfies the grouping by (tenant_id, message_id) without a second exchange.
+    # aggregate would be work for nothing, since a message's rows come from different files. The message_id's
+    # low half alone decides the partition (all of a message's rows meet there, whichever the tenant), which
+    # also satisfies the grouping by (tenant_id, message_id) without a second exchange.
     return (
-        tagged.repartition("message_id")
-        .groupBy("tenant_id", "message_id")
+        tagged.repartition(MESSAGE_KEY[1])
+        .groupBy("tenant_id", *MESSAGE_KEY)
         .agg(
             _count_where(is_outbox).alias("n_outbox"),
             _count_where(is_direct).alias("n_direct"),
@@ -248,8 +251,8 @@ def _status(as_of: datetime, grace: timedelta, with_core: bool) -> Column:
 
 
 def classify_messages(tables: dict[str, DataFrame], as_of: datetime, grace: timedelta) -> DataFrame:
-    """One row per (tenant_id, message_id): where it belongs (hashed batch, tenant, currency), how it came
-    (origin), amount, status, evidence."""
+    """One row per message, (tenant_id, *MESSAGE_KEY): where it belongs (hashed batch, tenant, currency), how it
+    came (origin), amount, status, evidence."""
     with_core = three_way(tables)
     per_message = _per_message(tag_sources(tables), as_of, with_core).withColumn(
         "status", _status(as_of, grace, with_core)
@@ -257,7 +260,7 @@ def classify_messages(tables: dict[str, DataFrame], as_of: datetime, grace: time
     status = F.col("status")
     return per_message.select(
         "tenant_id",
-        "message_id",
+        *MESSAGE_KEY,
         F.coalesce("o_corr_h", "l_corr_h", "x_corr_h").alias("corr_h"),
         hashed("tenant_id").alias("tenant_h"),
         F.coalesce("o_ccy_h", "l_ccy_h", "c_ccy_h", "x_ccy_h").alias("ccy_h"),

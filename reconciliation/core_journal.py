@@ -26,10 +26,9 @@ from pathlib import Path
 from typing import Any, Final
 
 import httpx
-import pyarrow as pa
 import pyarrow.parquet as pq
 
-from reconciliation.snapshot import CORE_JOURNAL, PROCESSED_MESSAGES
+from reconciliation.snapshot import CORE_JOURNAL, PROCESSED_MESSAGES, halves
 
 PAGE_SIZE: Final = 5000  # the core's largest page
 STATUS_CHUNK: Final = 1000  # keys per status query: the reference core's limit
@@ -91,11 +90,10 @@ def _booked(client: httpx.Client, keys: set[str]) -> set[str]:
 
 def awaited_keys(snapshot_dir: Path) -> set[str]:
     """The core's keys of every transfer remit's snapshot recorded (its idempotency records with a core id)."""
-    columns = ["tenant_id", "message_id", "core_transfer_id"]
+    columns = ["tenant_id", *halves("message_id"), "core_transfer_id"]
     records = pq.read_table(PROCESSED_MESSAGES.path(snapshot_dir), columns=columns)
-    recorded = records.filter(records["core_transfer_id"].is_valid())
-    pairs = zip(recorded["tenant_id"].to_pylist(), recorded["message_id"].to_pylist(), strict=True)
-    return {f"{tenant}:{message}" for tenant, message in pairs}
+    recorded = PROCESSED_MESSAGES.to_rows(records.filter(records["core_transfer_id"].is_valid()))
+    return {f"{r['tenant_id']}:{r['message_id']}" for r in recorded}
 
 
 def export_core_journal(
@@ -108,7 +106,7 @@ def export_core_journal(
 ) -> dict[str, int]:
     """Write `<snapshot_dir>/core_journal.parquet` (after remit's snapshot, which it reads for the keys to
     wait for); returns its row count, the foreign transfers left out and the awaited ones that never came."""
-    until, schema = as_of + grace, CORE_JOURNAL.arrow_schema()
+    until = as_of + grace
     awaited = awaited_keys(snapshot_dir)
     deadline = time.monotonic() + catch_up.total_seconds()
     kept = foreign = 0
@@ -116,13 +114,13 @@ def export_core_journal(
     after = "0.0"
     with (
         httpx.Client(base_url=core_url, timeout=timeout) as client,
-        pq.ParquetWriter(CORE_JOURNAL.path(snapshot_dir), schema, compression="snappy") as writer,
+        pq.ParquetWriter(CORE_JOURNAL.path(snapshot_dir), CORE_JOURNAL.arrow_schema(), compression="snappy") as writer,
     ):
         while True:
             page = _page(client, after)
             rows, skipped = _rows(page["transfers"], until)
             if rows:
-                writer.write_table(pa.Table.from_pylist(rows, schema=schema))
+                writer.write_table(CORE_JOURNAL.to_arrow(rows))
                 awaited.difference_update(f"{r['tenant_id']}:{r['message_id']}" for r in rows)
             kept, foreign = kept + len(rows), foreign + skipped
             after = page["cursor"]

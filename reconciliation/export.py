@@ -16,7 +16,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from reconciliation.config import SYSTEM_SCOPE, libpq_dsn
-from reconciliation.snapshot import BATCH_TOTALS, INT64, TABLES, TIMESTAMP, SnapshotTable
+from reconciliation.snapshot import BATCH_TOTALS, INT64, TABLES, TIMESTAMP, UUID, SnapshotTable
 
 _CSV_BLOCK_BYTES = 16 << 20
 # Row-level security shows the system scope to remit_system alone: any other role bound by it would export
@@ -29,6 +29,13 @@ _SEES_EVERY_TENANT = (
 
 def _select_expr(column: str, kind: str, qualifier: str) -> str:
     ref = f"{qualifier}{column}"
+    if kind == UUID:
+        # The 32 hex digits' two halves, each read as a signed 64-bit integer (snapshot.uuid_halves).
+        digits = f"replace({ref}::text, '-', '')"
+        return ", ".join(
+            f"('x' || substr({digits}, {start}, 16))::bit(64)::bigint AS {column}_{half}"
+            for half, start in (("hi", 1), ("lo", 17))
+        )
     if kind == TIMESTAMP:
         # Epoch microseconds as an integer: exact, and independent of the session's TimeZone/DateStyle.
         return f"(extract(epoch from {ref}) * 1000000)::bigint AS {column}"
@@ -54,7 +61,7 @@ def _csv_to_parquet(table: SnapshotTable, csv_path: Path, parquet_path: Path) ->
     """Stream the CSV into Parquet with the table's schema; returns the row count."""
     target = table.arrow_schema()
     # Timestamps arrive as epoch microseconds; read them as int64 and cast after.
-    column_types = {c: (pa.int64() if k in (INT64, TIMESTAMP) else pa.string()) for c, k in table.columns}
+    column_types = {c: (pa.int64() if k in (INT64, TIMESTAMP) else pa.string()) for c, k in table.physical_columns()}
     convert = pacsv.ConvertOptions(
         column_types=column_types, strings_can_be_null=True, quoted_strings_can_be_null=False
     )

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from reconciliation import statuses as st
+from reconciliation.snapshot import uuid_text
 
 BREAK_SCHEMA = pa.schema(
     [
@@ -169,9 +170,10 @@ def split_result(
     for row in raw.to_pylist():
         key: Key = (row["corr_h"], row["tenant_h"], row["ccy_h"])
         _add(groups[key], row)
-        if row["break_id"] is not None:
+        if row["break_hi"] is not None:
             keys = {name: _name(names, h) for h, (_, name) in zip(key, _NAME_COLUMNS, strict=True)}
-            breaks.append({"message_id": row["break_id"], **keys, "status": row["status"],
+            message_id = uuid_text(row["break_hi"], row["break_lo"])
+            breaks.append({"message_id": message_id, **keys, "status": row["status"],
                            "amount_cents": row["cents"], "detail": _detail(row, names)})  # fmt: skip
     rows: list[dict[str, Any]] = []
     for key, g in groups.items():

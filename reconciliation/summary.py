@@ -11,7 +11,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from reconciliation import statuses as st
-from reconciliation.classify import hashed
+from reconciliation.classify import MESSAGE_KEY, hashed
 
 # Per broken message, what the driver needs to write its detail line (see result.py).
 BREAK_EVIDENCE = (
@@ -29,7 +29,8 @@ BREAK_EVIDENCE = (
 TOTALS = ("totals_accepted_count", "totals_accepted_cents", "control_count", "control_cents")
 # origin (file or amqp) and in_core (the core's journal has its transfer) split a group's rows by how its
 # messages came and whether the core booked them: a few rows more per batch, no new shuffle.
-GROUP_KEYS = ("corr_h", "tenant_h", "ccy_h", "status", "origin", "in_core", "is_totals", "break_id")
+BREAK_KEY = ("break_hi", "break_lo")  # a broken message's message_id (the halves of MESSAGE_KEY)
+GROUP_KEYS = ("corr_h", "tenant_h", "ccy_h", "status", "origin", "in_core", "is_totals", *BREAK_KEY)
 
 
 def _message_rows(messages: DataFrame) -> DataFrame:
@@ -42,7 +43,7 @@ def _message_rows(messages: DataFrame) -> DataFrame:
         "origin",
         "in_core",
         F.lit(False).alias("is_totals"),
-        F.when(is_break, F.col("message_id")).alias("break_id"),
+        *[F.when(is_break, F.col(half)).alias(key) for half, key in zip(MESSAGE_KEY, BREAK_KEY, strict=True)],
         "amount_cents",
         # Evidence only on break rows, so the other rows of a group stay identical and collapse.
         *[F.when(is_break, F.col(c)).alias(c) for c in BREAK_EVIDENCE],

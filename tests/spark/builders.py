@@ -5,7 +5,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from reconciliation.snapshot import (
@@ -167,5 +166,9 @@ class Snapshot:
 
 
 def write_rows(table: SnapshotTable, rows: list[dict[str, Any]], directory: Path) -> None:
-    schema = table.arrow_schema()
-    pq.write_table(pa.Table.from_pylist(rows, schema=schema), table.path(directory))
+    pq.write_table(table.to_arrow(rows), table.path(directory))
+
+
+def read_rows(table: SnapshotTable, directory: Path) -> list[dict[str, Any]]:
+    """A snapshot file's rows as the builders write them (message_ids as text)."""
+    return table.to_rows(pq.read_table(table.path(directory)))

@@ -2,9 +2,10 @@
 
 from pathlib import Path
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
 
-from reconciliation.classify import classify_messages
+from reconciliation.classify import MESSAGE_KEY, classify_messages
 from reconciliation.config import RunConfig
 from reconciliation.job import reconcile
 from reconciliation.names import resolve_names
@@ -18,7 +19,15 @@ def classified(spark: SparkSession, snap: Snapshot, tmp_path: Path) -> DataFrame
     tables = read_snapshot(spark, snap.write(tmp_path / "snapshot"))
     names = resolve_names(tables, set())
     reasons = spark.createDataFrame(list(names.items()) or [(0, "")], "reason_h bigint, reason string")
-    return classify_messages(tables, AS_OF, GRACE).join(reasons, "reason_h", "left")
+    messages = classify_messages(tables, AS_OF, GRACE).withColumn("message_id", _uuid_text(*MESSAGE_KEY))
+    return messages.join(reasons, "reason_h", "left")
+
+
+def _uuid_text(hi: str, lo: str) -> Column:
+    """The canonical text of the stored halves, in Spark (hex() of a negative long is its two's complement)."""
+    digits = F.concat(*(F.lpad(F.lower(F.hex(half)), 16, "0") for half in (hi, lo)))
+    parts = ((1, 8), (9, 4), (13, 4), (17, 4), (21, 12))
+    return F.concat_ws("-", *(F.substring(digits, start, length) for start, length in parts))
 
 
 def summary(spark: SparkSession, snap: Snapshot, tmp_path: Path) -> DataFrame:

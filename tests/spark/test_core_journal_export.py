@@ -10,12 +10,11 @@ from pathlib import Path
 
 import asyncpg
 import httpx
-import pyarrow.parquet as pq
 import pytest
 
 from reconciliation.core_journal import export_core_journal
 from reconciliation.snapshot import CORE_JOURNAL, PROCESSED_MESSAGES
-from tests.spark.builders import write_rows
+from tests.spark.builders import read_rows, write_rows
 from tests.utils.corebank import CoreBank, dsn, open_account, transfer
 
 pytestmark = pytest.mark.spark
@@ -79,7 +78,7 @@ def test_only_remits_keys_and_the_export_is_followed_until_the_recorded_transfer
 
     assert time.monotonic() - started >= 1.5, "the held-back transfer was not waited for"
     assert counts["core_journal_awaited"] == 0
-    rows = pq.read_table(CORE_JOURNAL.path(tmp_path)).to_pylist()
+    rows = read_rows(CORE_JOURNAL, tmp_path)
     ours = [r for r in rows if r["message_id"] == message_id]
     assert [(r["tenant_id"], r["transfer_id"], r["amount_cents"], r["currency"]) for r in ours] == [
         (tenant, transfer_id, 1234, "AUD")
@@ -99,7 +98,7 @@ def test_a_transfer_still_held_back_after_the_catch_up_time_is_counted_as_awaite
         counts = export_core_journal(core.url, datetime.now(UTC), timedelta(minutes=15), tmp_path, catch_up)
 
     assert counts["core_journal_awaited"] == 1
-    assert message_id not in pq.read_table(CORE_JOURNAL.path(tmp_path))["message_id"].to_pylist()
+    assert message_id not in [r["message_id"] for r in read_rows(CORE_JOURNAL, tmp_path)]
 
 
 def test_a_transfer_the_core_never_booked_is_not_waited_for(core: CoreBank, tmp_path: Path) -> None:

@@ -1,0 +1,59 @@
+"""The snapshot's message key: a message_id stored as its two 64-bit halves, the same from PostgreSQL's export,
+from Python (the core's journal, the builders) and back to text for the break lines."""
+
+import asyncio
+import uuid
+from pathlib import Path
+
+import asyncpg
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pyspark.sql import SparkSession
+
+from reconciliation.export import _select_expr
+from reconciliation.snapshot import OUTBOX, UUID, SnapshotLayoutError, read_snapshot, uuid_halves, uuid_text
+from tests.spark.builders import Snapshot
+
+pytestmark = pytest.mark.spark
+
+INT64 = range(-(1 << 63), 1 << 63)
+EDGES = [0, 1, (1 << 64) - 1, 1 << 63, (1 << 63) - 1, 1 << 64, ((1 << 63) << 64) | 1, (1 << 128) - 1]
+
+
+@given(st.integers(min_value=0, max_value=(1 << 128) - 1))
+def test_halves_are_signed_64_bit_and_give_the_uuid_back(value: int) -> None:
+    text = str(uuid.UUID(int=value))
+    hi, lo = uuid_halves(text)
+    assert isinstance(hi, int)
+    assert isinstance(lo, int)
+    assert hi in INT64
+    assert lo in INT64
+    assert (hi % (1 << 64), lo % (1 << 64)) == (value >> 64, value & ((1 << 64) - 1))
+    assert uuid_text(hi, lo) == text
+
+
+def test_postgres_splits_a_message_id_as_python_does(database: str) -> None:
+    ids = [uuid.UUID(int=v) for v in EDGES] + [uuid.uuid4() for _ in range(20)]
+
+    async def split() -> list[tuple[int, int]]:
+        conn = await asyncpg.connect(database.replace("+asyncpg", ""))
+        try:
+            sql = f"SELECT {_select_expr('message_id', UUID, '')} FROM unnest($1::uuid[]) AS t(message_id)"
+            return [(r["message_id_hi"], r["message_id_lo"]) for r in await conn.fetch(sql, ids)]
+        finally:
+            await conn.close()
+
+    assert asyncio.run(split()) == [uuid_halves(str(i)) for i in ids]
+
+
+def test_a_snapshot_with_message_ids_as_text_is_refused(spark: SparkSession, tmp_path: Path) -> None:
+    """An older remit's snapshot would read its missing key columns as null: every message one group."""
+    directory = Path(Snapshot().accept(1).book(1).write(tmp_path / "snapshot"))
+    old_outbox = pa.table({"message_id": [str(uuid.uuid4())], "tenant_id": ["tenant-a"]})
+    pq.write_table(old_outbox, OUTBOX.path(directory))
+
+    with pytest.raises(SnapshotLayoutError, match=r"outbox\.parquet has no column message_id_hi, message_id_lo"):
+        read_snapshot(spark, str(directory))
