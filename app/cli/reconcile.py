@@ -58,6 +58,7 @@ def reconcile_command(
     with spark_extra_required(settings.java_home):  # only this command needs them: `pip install remit` has neither
         from reconciliation import job
         from reconciliation.report import print_report
+        from reconciliation.snapshot import SnapshotLayoutError
 
     console = Console()
     try:
@@ -87,6 +88,8 @@ def reconcile_command(
             step = steps.task("record run and write reports")
             job.finish(config, result, run_id, started_at)
             step.finish(f"{result.breaks.num_rows:,} breaks")
+    except SnapshotLayoutError as exc:  # not a run: the snapshot given cannot be reconciled
+        raise typer.BadParameter(str(exc), param_hint="'--snapshot'") from exc
     except Exception as exc:
         console.print_exception()
         job.fail(config, run_id, started_at, repr(exc))

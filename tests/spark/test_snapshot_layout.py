@@ -12,7 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
+from typer.testing import CliRunner
 
+from app.cli.remit import cli
 from reconciliation.export import _select_expr
 from reconciliation.snapshot import OUTBOX, UUID, SnapshotLayoutError, read_snapshot, uuid_halves, uuid_text
 from tests.spark.builders import Snapshot
@@ -49,11 +51,30 @@ def test_postgres_splits_a_message_id_as_python_does(database: str) -> None:
     assert asyncio.run(split()) == [uuid_halves(str(i)) for i in ids]
 
 
+def _with_an_old_outbox(tmp_path: Path) -> Path:
+    """A snapshot whose outbox an older remit wrote: message_ids as text."""
+    directory = Path(Snapshot().accept(1).book(1).write(tmp_path / "snapshot"))
+    pq.write_table(pa.table({"message_id": [str(uuid.uuid4())], "tenant_id": ["tenant-a"]}), OUTBOX.path(directory))
+    return directory
+
+
 def test_a_snapshot_with_message_ids_as_text_is_refused(spark: SparkSession, tmp_path: Path) -> None:
     """An older remit's snapshot would read its missing key columns as null: every message one group."""
-    directory = Path(Snapshot().accept(1).book(1).write(tmp_path / "snapshot"))
-    old_outbox = pa.table({"message_id": [str(uuid.uuid4())], "tenant_id": ["tenant-a"]})
-    pq.write_table(old_outbox, OUTBOX.path(directory))
+    directory = _with_an_old_outbox(tmp_path)
 
     with pytest.raises(SnapshotLayoutError, match=r"outbox\.parquet has no column message_id_hi, message_id_lo"):
         read_snapshot(spark, str(directory))
+
+
+def test_the_cli_says_to_export_such_a_snapshot_again(spark: SparkSession, tmp_path: Path) -> None:
+    directory = _with_an_old_outbox(tmp_path)
+    out_dir = str(tmp_path / "out")
+    args = ["reconcile", "--as-of", "2025-05-02T00:00:00Z", "--out", out_dir, "--snapshot", str(directory)]
+
+    result = CliRunner().invoke(cli, args)
+
+    assert result.exit_code == 2, result.output
+    out = " ".join(result.output.replace("│", " ").split())
+    assert "Invalid value for '--snapshot'" in out
+    assert "has no column message_id_hi, message_id_lo" in out
+    assert "export the snapshot again (drop --snapshot)" in out
