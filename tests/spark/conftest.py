@@ -1,6 +1,7 @@
 """One SparkSession for the whole spark suite: starting Spark costs ~10 s, a DataFrame test ~1 s."""
 
 import asyncio
+import logging
 import os
 import secrets
 import sys
@@ -50,6 +51,9 @@ def spark() -> Iterator[SparkSession]:
         }
     )
     session.sparkContext.setLogLevel("ERROR")
+    # py4j logs each connection it closes at INFO, the last ones from `__del__` at interpreter exit, after
+    # pytest has closed the streams a test's logging setup pointed at ("--- Logging error ---" after the run).
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     yield session
     session.stop()
 
