@@ -16,7 +16,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from reconciliation.config import SYSTEM_SCOPE, libpq_dsn
-from reconciliation.snapshot import BATCH_TOTALS, INT64, TABLES, TIMESTAMP, UUID, SnapshotTable
+from reconciliation.snapshot import BATCH_TOTALS, INT64, TABLES, TIMESTAMP, UUID, SnapshotTable, halves
 
 _CSV_BLOCK_BYTES = 16 << 20
 # Row-level security shows the system scope to remit_system alone: any other role bound by it would export
@@ -30,11 +30,11 @@ _SEES_EVERY_TENANT = (
 def _select_expr(column: str, kind: str, qualifier: str) -> str:
     ref = f"{qualifier}{column}"
     if kind == UUID:
-        # The 32 hex digits' two halves, each read as a signed 64-bit integer (snapshot.uuid_halves).
-        digits = f"replace({ref}::text, '-', '')"
+        # The 16 bytes' two halves, each read as a signed 64-bit integer (snapshot.uuid_halves); from the binary
+        # form, not the text: half the server's time of `replace(id::text, ...)` per row (measured, 1M ids).
         return ", ".join(
-            f"('x' || substr({digits}, {start}, 16))::bit(64)::bigint AS {column}_{half}"
-            for half, start in (("hi", 1), ("lo", 17))
+            f"('x' || encode(substring(uuid_send({ref}) from {start} for 8), 'hex'))::bit(64)::bigint AS {name}"
+            for name, start in zip(halves(column), (1, 9), strict=True)
         )
     if kind == TIMESTAMP:
         # Epoch microseconds as an integer: exact, and independent of the session's TimeZone/DateStyle.

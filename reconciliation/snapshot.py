@@ -33,17 +33,19 @@ class SnapshotTable:
     columns: tuple[tuple[str, str], ...]
     as_of_column: str  # rows after as_of are left out of the snapshot
 
+    def uuid_columns(self) -> tuple[str, ...]:
+        return tuple(col for col, kind in self.columns if kind == UUID)
+
     def physical_columns(self) -> tuple[tuple[str, str], ...]:
         """The columns as stored: a uuid column becomes `<name>_hi` and `<name>_lo` (signed int64 halves)."""
-        return tuple(
-            pair
-            for col, kind in self.columns
-            for pair in (tuple((half, INT64) for half in halves(col)) if kind == UUID else ((col, kind),))
-        )
+        stored: list[tuple[str, str]] = []
+        for col, kind in self.columns:
+            stored.extend([(half, INT64) for half in halves(col)] if kind == UUID else [(col, kind)])
+        return tuple(stored)
 
     def key_columns(self) -> tuple[str, ...]:
         """The stored halves of the uuid columns: a file without them cannot be reconciled."""
-        return tuple(half for col, kind in self.columns if kind == UUID for half in halves(col))
+        return tuple(half for col in self.uuid_columns() for half in halves(col))
 
     def arrow_schema(self) -> pa.Schema:
         return pa.schema([pa.field(col, _ARROW_TYPES[kind]) for col, kind in self.physical_columns()])
@@ -53,11 +55,10 @@ class SnapshotTable:
 
     def to_arrow(self, rows: Iterable[Mapping[str, Any]]) -> pa.Table:
         """Rows with uuids as text (the core's journal, test builders) in the stored layout."""
-        uuids = [col for col, kind in self.columns if kind == UUID]
         stored = []
         for row in rows:
             split = dict(row)
-            for col in uuids:
+            for col in self.uuid_columns():
                 split.update(zip(halves(col), uuid_halves(split.pop(col, None)), strict=True))
             stored.append(split)
         return pa.Table.from_pylist(stored, schema=self.arrow_schema())
@@ -65,7 +66,7 @@ class SnapshotTable:
     def to_rows(self, stored: pa.Table) -> list[dict[str, Any]]:
         """The inverse of to_arrow: the stored columns read (all or some), uuids as text again."""
         rows: list[dict[str, Any]] = stored.to_pylist()
-        for col in (col for col, kind in self.columns if kind == UUID):
+        for col in self.uuid_columns():
             hi, lo = halves(col)
             for row in rows:
                 if hi in row:
