@@ -3,10 +3,10 @@
 aiormq's `FrameReceiver` reads a frame with three `readexactly` calls under a lock into a `BytesIO`: a
 delivery is three frames (method, content header, body), so nine awaited reads per payment, which cost
 the consumer more than the frames' own decoding (docs/benchmarks.md, "Consumer"). This receiver reads what
-the socket has (up to CHUNK bytes) and cuts every complete frame out of it. The frames, their decoding
-(pamqp's) and the errors are aiormq's: a connection that ends mid-frame, or fails, is an
-`AMQPConnectionError`; one that ended between frames ends the iteration; a protocol header in reply to ours
-is a `ProtocolSyntaxError`.
+the socket has (up to CHUNK bytes) and cuts every complete frame out of it. The frames are pamqp's objects
+(a delivery's three decoded in app/messaging/frame_decoding.py, any other by pamqp) and the errors are
+aiormq's: a connection that ends mid-frame, or fails, is an `AMQPConnectionError`; one that ended between
+frames ends the iteration; a protocol header in reply to ours is a `ProtocolSyntaxError`.
 
 `install()` makes aiormq's connections use it (aiormq builds its receiver by that module-level name when it
 connects); aiormq is pinned, and tests/unit/test_frame_reader.py checks it frame for frame against aiormq's
@@ -20,6 +20,8 @@ import pamqp.frame
 from aiormq.connection import ReceivedFrame
 from aiormq.exceptions import AMQPConnectionError, InvalidFrameError, ProtocolSyntaxError
 from pamqp.exceptions import PAMQPException
+
+from app.messaging.frame_decoding import decode_frame
 
 CHUNK = 256 * 1024
 HEADER = struct.Struct(">BHI")  # type, channel, payload size: then the payload and one end byte
@@ -53,8 +55,12 @@ class BufferedFrameReceiver(aiormq.connection.FrameReceiver):
         return size if available >= size else 0
 
     def _take(self, size: int) -> ReceivedFrame:
-        frame = self._buffer[self._at : self._at + size]
+        at = self._at
         self._at += size
+        decoded = decode_frame(self._buffer, at)
+        if decoded is not None:
+            return decoded
+        frame = self._buffer[at : at + size]
         try:
             return pamqp.frame.unmarshal(frame)
         except PAMQPException as e:
