@@ -138,7 +138,6 @@ async def drain_process(
                 "raw",
                 "--output",
                 str(LOGS / f"{name}-profile.txt"),
-                "--nonblocking",
             ],
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -88,7 +88,7 @@ def _deliver(buffer: bytes, at: int, end: int) -> spec.Basic.Deliver:
     delivery_tag, flags = _I64.unpack_from(buffer, at)[0], buffer[at + 8]
     exchange, at = _short_str(buffer, at + 9, end)
     routing_key, at = _short_str(buffer, at, end)
-    deliver = spec.Basic.Deliver()
+    deliver = spec.Basic.Deliver.__new__(spec.Basic.Deliver)  # every slot set below; pamqp validates nothing read
     deliver.consumer_tag, deliver.delivery_tag, deliver.redelivered = consumer_tag, delivery_tag, bool(flags & 1)
     deliver.exchange, deliver.routing_key = exchange, routing_key
     return deliver
