@@ -55,10 +55,11 @@ class SnapshotTable:
 
     def to_arrow(self, rows: Iterable[Mapping[str, Any]]) -> pa.Table:
         """Rows with uuids as text (the core's journal, test builders) in the stored layout."""
+        uuids = self.uuid_columns()
         stored = []
         for row in rows:
             split = dict(row)
-            for col in self.uuid_columns():
+            for col in uuids:
                 split.update(zip(halves(col), uuid_halves(split.pop(col, None)), strict=True))
             stored.append(split)
         return pa.Table.from_pylist(stored, schema=self.arrow_schema())

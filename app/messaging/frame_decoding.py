@@ -27,7 +27,6 @@ FRAME_END = 0xCE
 METHOD, CONTENT_HEADER, BODY = 1, 2, 3
 DELIVER = spec.Basic.Deliver.index
 
-_U8 = struct.Struct(">B")
 _U32 = struct.Struct(">I")
 _I64 = struct.Struct(">q")
 _U64 = struct.Struct(">Q")
@@ -36,7 +35,7 @@ _PROPERTIES: tuple[tuple[int, str, str], ...] = tuple(  # in pamqp's order, whic
     (spec.Basic.Properties.flags[name], name, spec.Basic.Properties.amqp_type(name))
     for name in spec.Basic.Properties.__slots__
 )
-# pamqp's table value types with a fixed width: (struct, width), decoded as pamqp does (its names aside:
+# pamqp's table value types with a fixed width, by type code, decoded as pamqp does (its names aside:
 # 'I' is signed, 'i' unsigned, 'l' and 'L' are both signed 64-bit).
 _FIXED: dict[int, struct.Struct] = {
     ord("b"): struct.Struct(">b"),

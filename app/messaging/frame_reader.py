@@ -13,18 +13,15 @@ connects); aiormq is pinned, and tests/unit/test_frame_reader.py checks it frame
 own receiver on streams cut at every boundary.
 """
 
-import struct
-
 import aiormq.connection
 import pamqp.frame
 from aiormq.connection import ReceivedFrame
 from aiormq.exceptions import AMQPConnectionError, InvalidFrameError, ProtocolSyntaxError
 from pamqp.exceptions import PAMQPException
 
-from app.messaging.frame_decoding import decode_frame
+from app.messaging.frame_decoding import FRAME_HEADER, decode_frame
 
 CHUNK = 256 * 1024
-HEADER = struct.Struct(">BHI")  # type, channel, payload size: then the payload and one end byte
 PROTOCOL_HEADER = b"AMQP"
 
 
@@ -44,14 +41,14 @@ class BufferedFrameReceiver(aiormq.connection.FrameReceiver):
     def _complete_frame_size(self) -> int:
         """The byte count of the next frame when all of it has arrived, else 0."""
         available = len(self._buffer) - self._at
-        if available < HEADER.size:
+        if available < FRAME_HEADER.size:
             return 0
         if not self.started:
             if self._buffer.startswith(PROTOCOL_HEADER, self._at):
                 raise ProtocolSyntaxError("Unexpected AMQP protocol header")
             self.started = True
-        _, _, payload = HEADER.unpack_from(self._buffer, self._at)
-        size: int = HEADER.size + payload + 1
+        _, _, payload = FRAME_HEADER.unpack_from(self._buffer, self._at)
+        size: int = FRAME_HEADER.size + payload + 1
         return size if available >= size else 0
 
     def _take(self, size: int) -> ReceivedFrame:
