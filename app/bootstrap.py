@@ -240,7 +240,11 @@ async def running_consumer(settings: Settings, ports: Ports) -> AsyncIterator[Ru
         await route_every_tenant(database.uow, broker.connection, broker.topology)
         await services.committer.start()
         workers = WorkerSettings(
-            settings.tier_workers, settings.prefetch, settings.commit_batch_max, body_limits(settings)
+            settings.tier_workers,
+            settings.prefetch,
+            settings.commit_batch_max,
+            body_limits(settings),
+            settings.batch_interval_seconds,
         )
         pools = PoolManager(
             broker.connection,

@@ -98,6 +98,14 @@ class Settings(BaseSettings):
         description="Workers (AMQP consumers) per tier pool; a dedicated queue gets the enterprise size.",
     )
     commit_batch_max: PositiveInt = Field(default=256, description="Most messages committed in one transaction.")
+    batch_interval_seconds: float = Field(
+        default=0.01,
+        ge=0,
+        le=1,
+        description="Shortest time between the starts of two batches of one pool while deliveries keep arriving "
+        "(a full batch never waits; a pool idle this long starts at once). Fewer, larger batches at a moderate "
+        'rate: each batch has a fixed cost (docs/benchmarks.md, "Latency"). 0: every batch at once.',
+    )
     commit_flushes: PositiveInt | None = Field(
         default=None,
         description="Group commits in flight at once (flushers on the one queue). Unset: 1 with the embedded "

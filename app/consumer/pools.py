@@ -57,6 +57,7 @@ class WorkerSettings:
     prefetch: int
     max_batch: int
     bodies: BodyLimits
+    batch_interval: float = 0.0  # seconds (QueueWorkers)
 
 
 class PoolManager:
@@ -99,6 +100,7 @@ class PoolManager:
             self._settings.bodies,
             self._observe,
             self._trusts,
+            self._settings.batch_interval,
         )
         return Pool(name, tier, workers)
 

@@ -4,7 +4,8 @@ FastStream's subscriber spends a task, a dependency-resolution pass and an ack f
 which measured at a fifth of the broker's consume ceiling here (docs/benchmarks.md); N consumers with
 their own channels cost a third more than one channel with the same window. So a pool has one consumer
 with a window of `prefetch x workers`, and a worker is one batch in flight: a dispatcher hands whatever
-has arrived to a free worker (natural batching: one message at low load, a full batch under pressure);
+has arrived to a free worker (natural batching: one message at low load, a full batch under pressure; under
+a steady moderate load, at most one batch per batch interval, so batches grow with the rate);
 the worker gives it to the processor (one group commit) and reports it settled. Acks go out as one
 `basic.ack(multiple)` for the longest run of settled deliveries at the head of the channel (see
 Settlements), never covering an unsettled one.
@@ -22,6 +23,7 @@ new prefetch only to consumers started after it, and quorum queues refuse a chan
 """
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -109,6 +111,7 @@ class QueueWorkers:
         bodies: BodyLimits,
         observe: ObserveStage = ignore_stage,
         trusts: Trusts = trusts_nobody,
+        batch_interval: float = 0.0,
     ) -> None:
         self.queue_name = queue
         self._observe = observe
@@ -124,6 +127,9 @@ class QueueWorkers:
         self._deliveries: list[Delivery] = []  # what the processor gets, one per buffered message
         self._arrivals: list[float] = []  # arrival time (epoch seconds) of each buffered delivery
         self._arrived = asyncio.Event()
+        self._full = asyncio.Event()  # a full batch is buffered: a linger ends early
+        self._interval = batch_interval
+        self._last_start = -batch_interval  # monotonic time the last batch began
         self._settlements = Settlements()
         self._stopping = False
         self._slots = asyncio.Semaphore(self.size)  # a worker = one batch in flight
@@ -199,6 +205,7 @@ class QueueWorkers:
                 log.debug("cancelling the consumer on %s failed", self.queue_name, exc_info=True)
         self._stopping = True
         self._arrived.set()
+        self._full.set()
         if self._dispatcher is not None:
             await asyncio.gather(self._dispatcher, return_exceptions=True)
             self._dispatcher = None
@@ -220,6 +227,8 @@ class QueueWorkers:
         self._deliveries.append(_delivery(message, self.queue_name, body, truncated))
         self._arrivals.append(time.time())
         self._arrived.set()
+        if len(self._buffer) >= self._max_batch:
+            self._full.set()
 
     async def _dispatch(self) -> None:
         # One dispatcher, not N waiting loops: a delivery wakes one task. An idle pool takes what has
@@ -230,7 +239,10 @@ class QueueWorkers:
                 self._arrived.clear()
                 await self._arrived.wait()
                 continue
+            if await self._lingered():
+                continue
             await self._slots.acquire()
+            self._last_start = time.monotonic()
             batch, deliveries = self._buffer[: self._max_batch], self._deliveries[: self._max_batch]
             del self._buffer[: self._max_batch], self._deliveries[: self._max_batch]
             self._observe_arrival(deliveries[0], self._arrivals[0])
@@ -239,6 +251,21 @@ class QueueWorkers:
             task = asyncio.create_task(self._settle(batch, deliveries))
             self._batches.add(task)
             task.add_done_callback(self._batches.discard)
+
+    async def _lingered(self) -> bool:
+        """Under steady load, wait out what is left of the batch interval since the last batch began (or until a
+        full batch is buffered); a pool idle for an interval starts at once. Each batch has a fixed cost
+        (a transaction and its round trips, PostgreSQL's share, the ack): at a moderate rate a batch per
+        delivery or two cost the consumer and PostgreSQL more CPU than the messages themselves, and on a
+        host they share with the broker that CPU showed up as the broker's tail (docs/benchmarks.md,
+        "Latency"). At most one interval is added to a message's wait; True: the dispatcher looks again."""
+        linger = self._last_start + self._interval - time.monotonic()
+        if linger <= 0 or self._stopping or len(self._buffer) >= self._max_batch:
+            return False
+        self._full.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._full.wait(), linger)
+        return True
 
     def _observe_arrival(self, oldest: Delivery, arrived: float) -> None:
         self._observe("buffered", time.time() - arrived)

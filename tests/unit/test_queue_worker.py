@@ -3,7 +3,9 @@ acked with one `ack(multiple)`; an unsettled delivery is returned to the queue a
 multiple ack; batches that finish out of order are acked only up to the first unfinished one; a
 processing bug acks nothing; stop settles what has arrived; a new channel (reconnection) starts over,
 and the pool consumes on it again by itself; a consumer the broker cancels leaves the pool stopped;
-a body over the cap is cut to a prefix on arrival, and a pool's window never holds more than its bytes.
+a body over the cap is cut to a prefix on arrival, and a pool's window never holds more than its bytes;
+under steady load a pool starts at most one batch per batch interval, never holding back a full batch,
+a pool idle for an interval, or a stop.
 (What the broker does with those frames is tested on RabbitMQ: tests/integration and tests/chaos.)"""
 
 import asyncio
@@ -128,9 +130,21 @@ def no_pause(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(worker_module, "REQUEUE_PAUSE_SECONDS", 0.0)
 
 
-async def _started(process: ProcessBatch, max_batch: int = 100, workers: int = 1) -> tuple[QueueWorkers, FakeChannel]:
+async def _started(
+    process: ProcessBatch, max_batch: int = 100, workers: int = 1, batch_interval: float = 0.0
+) -> tuple[QueueWorkers, FakeChannel]:
     connection = FakeConnection()
-    worker = QueueWorkers(connection, "payments.work.free", {}, workers, 64, max_batch, process, BODIES)  # type: ignore[arg-type]
+    worker = QueueWorkers(
+        connection,  # type: ignore[arg-type]
+        "payments.work.free",
+        {},
+        workers,
+        64,
+        max_batch,
+        process,
+        BODIES,
+        batch_interval=batch_interval,
+    )
     await worker.start()
     return worker, connection.channels[0]
 
@@ -306,3 +320,49 @@ async def test_a_body_over_the_cap_is_cut_to_its_prefix_on_arrival() -> None:
 def test_a_pools_window_never_holds_more_bytes_than_its_budget(pool_bytes: int, window: int) -> None:
     bodies = BodyLimits(cap=65_536, prefix=4096, pool_bytes=pool_bytes)
     assert bodies.window(64) == window
+
+
+async def test_under_steady_load_the_next_batch_waits_out_the_interval_and_takes_all_that_arrived() -> None:
+    process = Recorder()
+    worker, channel = await _started(process, batch_interval=0.2)
+    await _deliver(channel, range(1, 2))
+    await _idle()
+    assert process.batches == [["m-1"]], "the first delivery after an idle interval starts at once"
+    await _deliver(channel, range(2, 4))
+    await _idle()
+    await _deliver(channel, range(4, 6))
+    await _idle()
+    assert process.batches == [["m-1"]], "a batch began less than an interval ago: the pool lingers"
+    await asyncio.sleep(0.25)
+    assert process.batches == [["m-1"], ["m-2", "m-3", "m-4", "m-5"]]
+    await worker.stop()
+
+
+async def test_a_pool_idle_for_an_interval_starts_at_once() -> None:
+    process = Recorder()
+    worker, channel = await _started(process, batch_interval=0.05)
+    await _deliver(channel, range(1, 2))
+    await asyncio.sleep(0.08)
+    await _deliver(channel, range(2, 3))
+    await _idle()
+    assert process.batches == [["m-1"], ["m-2"]]
+    await worker.stop()
+
+
+async def test_a_full_batch_and_a_stop_never_wait_out_the_interval() -> None:
+    process = Recorder()
+    worker, channel = await _started(process, max_batch=2, batch_interval=60.0)
+    await _deliver(channel, range(1, 2))
+    await _idle()
+    await _deliver(channel, range(2, 3))
+    await _idle()
+    assert process.batches == [["m-1"]], "lingering with half a batch"
+    await _deliver(channel, range(3, 4))
+    await _idle()
+    assert process.batches == [["m-1"], ["m-2", "m-3"]], "a full batch ends the linger at once"
+    settlements = await _deliver(channel, range(4, 5))
+    await _idle()
+    assert process.batches == [["m-1"], ["m-2", "m-3"]]
+    await asyncio.wait_for(worker.stop(), timeout=5)
+    assert process.batches == [["m-1"], ["m-2", "m-3"], ["m-4"]], "stop settles what arrived without lingering"
+    assert settlements[-1] == ("ack", 4, True)

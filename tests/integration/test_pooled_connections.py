@@ -1,0 +1,74 @@
+"""The engine's pool on the real server, without SQLAlchemy's pool_pre_ping (app/storage/engine.py): a
+connection the server closed is replaced at checkout, without an error and without a round trip; only a
+connection idle for longer than PING_AFTER_IDLE_SECONDS is pinged first."""
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import asyncpg
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.storage import engine as engine_module
+from app.storage.engine import make_engine
+from tests.utils.services import PG_ADMIN_DSN
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+async def one_connection(database_url: str) -> AsyncIterator[AsyncEngine]:
+    """A pool of exactly one connection, so every checkout gets the same one while it lives."""
+    engine = make_engine(database_url, pool_size=1)
+    engine.sync_engine.pool._max_overflow = 0  # type: ignore[attr-defined]
+    yield engine
+    await engine.dispose()
+
+
+async def _backend_pid(engine: AsyncEngine) -> int:
+    async with engine.connect() as conn:
+        return int((await conn.exec_driver_sql("SELECT pg_backend_pid()")).scalar_one())
+
+
+async def _terminate(pid: int) -> None:
+    admin = await asyncpg.connect(PG_ADMIN_DSN)
+    try:
+        assert await admin.fetchval("SELECT pg_terminate_backend($1)", pid)
+        for _ in range(100):  # until the server has let it go; the client reads the end of its socket meanwhile
+            if not await admin.fetchval("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", pid):
+                break
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.1)
+    finally:
+        await admin.close()
+
+
+async def test_a_connection_the_server_closed_is_replaced_at_checkout(one_connection: AsyncEngine) -> None:
+    first = await _backend_pid(one_connection)
+    await _terminate(first)
+    second = await _backend_pid(one_connection)  # no error: the closed one was discarded, not used
+    assert second != first
+    assert await _backend_pid(one_connection) == second, "a live connection is kept"
+
+
+async def test_only_a_connection_idle_for_long_is_pinged(
+    one_connection: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent: list[str] = []
+
+    def record(query: Any) -> None:
+        sent.append(query.query)
+
+    async with one_connection.connect() as conn:
+        driver = (await conn.get_raw_connection()).driver_connection
+        assert driver is not None
+        driver.add_query_logger(record)
+    await _backend_pid(one_connection)
+    assert sent, "the query logger saw nothing: the test would prove nothing"
+    assert ";" not in sent, f"a connection used a moment ago was pinged: {sent}"
+
+    sent.clear()
+    monkeypatch.setattr(engine_module, "PING_AFTER_IDLE_SECONDS", 0.0)
+    await _backend_pid(one_connection)
+    assert sent[:3] == ["BEGIN;", ";", "ROLLBACK;"], f"an idle connection was not pinged first: {sent}"
