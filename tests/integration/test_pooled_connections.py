@@ -2,17 +2,16 @@
 connection the server closed is replaced at checkout, without an error and without a round trip; only a
 connection idle for longer than PING_AFTER_IDLE_SECONDS is pinged first."""
 
-import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
-import asyncpg
 import pytest
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.storage import engine as engine_module
 from app.storage.engine import make_engine
-from tests.utils.services import PG_ADMIN_DSN
+from tests.utils.services import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -31,22 +30,20 @@ async def _backend_pid(engine: AsyncEngine) -> int:
         return int((await conn.exec_driver_sql("SELECT pg_backend_pid()")).scalar_one())
 
 
-async def _terminate(pid: int) -> None:
-    admin = await asyncpg.connect(PG_ADMIN_DSN)
-    try:
-        assert await admin.fetchval("SELECT pg_terminate_backend($1)", pid)
-        for _ in range(100):  # until the server has let it go; the client reads the end of its socket meanwhile
-            if not await admin.fetchval("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", pid):
-                break
-            await asyncio.sleep(0.02)
-        await asyncio.sleep(0.1)
-    finally:
-        await admin.close()
+async def test_a_connection_the_server_closed_is_replaced_at_checkout(
+    one_connection: AsyncEngine, engine: AsyncEngine
+) -> None:
+    async with one_connection.connect() as conn:
+        first = int((await conn.exec_driver_sql("SELECT pg_backend_pid()")).scalar_one())
+        driver = (await conn.get_raw_connection()).driver_connection
+        assert driver is not None
+    async with engine.connect() as other:
+        assert (await other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": first})).scalar_one()
 
+    async def closed() -> bool:
+        return bool(driver.is_closed())
 
-async def test_a_connection_the_server_closed_is_replaced_at_checkout(one_connection: AsyncEngine) -> None:
-    first = await _backend_pid(one_connection)
-    await _terminate(first)
+    await eventually(closed, timeout=10, poll=0.02)  # the pooled connection has read the end of its socket
     second = await _backend_pid(one_connection)  # no error: the closed one was discarded, not used
     assert second != first
     assert await _backend_pid(one_connection) == second, "a live connection is kept"
