@@ -20,6 +20,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from reconciliation import statuses as st
+from reconciliation.rows import BREAK_EVIDENCE
 from reconciliation.snapshot import halves
 
 # Source tags carried through the union (a byte each, to keep the shuffle narrow).
@@ -276,14 +277,6 @@ def classify_messages(tables: dict[str, DataFrame], as_of: datetime, grace: time
         .when(status == st.EXPIRED, F.xxhash64(F.lit(st.EXPIRED_REASON)))
         .alias("reason_h"),
         # Evidence for the break detail line, built on the driver.
-        "n_ledger",
-        "n_processed",
-        "l_amount",
-        "l_ccy_h",
-        "o_amount",
-        "o_ccy_h",
-        "o_expires",
-        "c_amount",
-        "c_ccy_h",
+        *(c for c in BREAK_EVIDENCE if c != "ref_differs"),
         (F.col("c_ref_h") != F.col("p_ref_h")).alias("ref_differs"),
     )

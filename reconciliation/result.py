@@ -1,7 +1,6 @@
 """The run's result on the driver: the Spark rows pivoted to one row per batch x currency, names decoded,
 control totals checked, states derived, and break detail lines written."""
 
-from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -10,6 +9,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from reconciliation import statuses as st
+from reconciliation.fold import Decoder, fold_summary
+from reconciliation.rows import BREAK_EVIDENCE, BREAK_KEY
 from reconciliation.snapshot import uuid_text
 
 BREAK_SCHEMA = pa.schema(
@@ -42,9 +43,8 @@ SUMMARY_SCHEMA = pa.schema(
     + [("totals_ok", pa.bool_()), ("state", pa.string()), ("batch_state", pa.string())]
 )
 _NAME_COLUMNS = (("corr_h", "correlation_id"), ("tenant_h", "tenant_id"), ("ccy_h", "currency"))
+_BREAK_ROW_COLUMNS = [*(h for h, _ in _NAME_COLUMNS), "status", *BREAK_KEY, "cents", *BREAK_EVIDENCE]
 
-Group = dict[str, Any]
-Key = tuple[int | None, int | None, int | None]
 # A batch is its correlation_id within its tenant: rows of another tenant that name the same batch id (a
 # direct publisher chooses it freely) are that tenant's and never change this batch's state.
 BatchKey = tuple[str | None, str | None]
@@ -80,7 +80,7 @@ def wanted_hashes(raw: pa.Table) -> set[int]:
     """Every name hash the raw Spark rows refer to (group keys and break evidence)."""
     hashes: set[int] = set()
     for col in ("corr_h", "tenant_h", "ccy_h", "l_ccy_h", "o_ccy_h", "c_ccy_h"):
-        hashes.update(h for h in raw[col].to_pylist() if h is not None)
+        hashes.update(pc.unique(raw[col].drop_null()).to_pylist())
     return hashes
 
 
@@ -111,81 +111,45 @@ def _detail(b: dict[str, Any], names: dict[int, str]) -> str:
         return f"remit {b['o_amount']} {names.get(b['o_ccy_h'])}; core {b['c_amount']} {names.get(b['c_ccy_h'])}{ids}"
     if b["n_processed"]:
         return "idempotency record without ledger row or dead letter"
-    return f"no terminal state; expired {b['o_expires']:%Y-%m-%dT%H:%M:%SZ}"
-
-
-def _add(group: Group, row: dict[str, Any]) -> None:
-    """Fold one Spark row (a status of a group, a broken message, or a totals row) into its group."""
-    if row["is_totals"]:
-        group["totals_rows"] += 1
-        group.update({c: row[c] for c in _OPTIONAL})
-        return
-    status, n, cents = row["status"], row["messages"], row["cents"] or 0
-    if status is None:
-        group["unmatched_count"] += n
-        return
-    group[f"{status}_count"] += n
-    group[f"{status}_cents"] += cents
-    if row["origin"] is not None:
-        group["accepted_count"] += n
-        group["accepted_cents"] += cents
-    if row["origin"] == st.ORIGIN_AMQP:
-        group["amqp_count"] += n
-        group["amqp_cents"] += cents
-    if row["in_core"] and status == st.PROCESSED:
-        group["core_booked_count"] += n
-        group["core_booked_cents"] += cents
-
-
-def _totals_ok(g: Group) -> bool:
-    """The file's control totals, the accepted totals and the messages accepted from files must all agree
-    (direct publishes came in no file: no totals speak for them)."""
-    from_files = (g["accepted_count"] - g["amqp_count"], g["accepted_cents"] - g["amqp_cents"])
-    if g["totals_rows"] == 0:
-        return bool(from_files[0] == 0)  # fine only where no file's message was accepted
-    t_count, t_cents = g["totals_accepted_count"], g["totals_accepted_cents"]
-    return bool(
-        (t_count, t_cents) == from_files
-        and g["control_count"] in (None, t_count)
-        and g["control_cents"] in (None, t_cents)
-    )
-
-
-def _finish(g: Group) -> None:
-    g["break_count"] = sum(g[f"{s}_count"] for s in st.BREAK_STATUSES)
-    g["totals_ok"] = _totals_ok(g)
-    broken = g["break_count"] > 0 or not g["totals_ok"]
-    g["state"] = st.BREAKS if broken else st.PENDING if g["in_flight_count"] else st.RECONCILED
+    return f"no terminal state; expired {b['o_expires']}"
 
 
 def _name(names: dict[int, str], h: int | None) -> str | None:
     return None if h is None else names.get(h)
 
 
+def _decoder(names: dict[int, str]) -> Decoder:
+    """Hash columns to their names (null where the hash is null or unknown)."""
+    hashes, texts = pa.array(list(names), pa.int64()), pa.array(list(names.values()), pa.string())
+    return lambda column: pc.take(texts, pc.index_in(column, value_set=hashes))
+
+
+def _break_rows(raw: pa.Table) -> list[dict[str, Any]]:
+    """The broken messages' rows as dicts, column by column (Table.to_pylist is several times slower), with
+    the expiry already as text (converting timestamps to datetimes is the slowest column)."""
+    broken = raw.filter(pc.is_valid(raw["break_hi"])).select(_BREAK_ROW_COLUMNS)
+    columns = {name: broken[name] for name in _BREAK_ROW_COLUMNS}
+    seconds = pc.cast(pc.floor_temporal(columns["o_expires"], unit="second"), pa.timestamp("s", tz="UTC"))
+    columns["o_expires"] = pc.strftime(seconds, "%Y-%m-%dT%H:%M:%SZ")
+    values = [column.to_pylist() for column in columns.values()]
+    return [dict(zip(columns, row, strict=True)) for row in zip(*values, strict=True)]
+
+
+def _break_lines(raw: pa.Table, names: dict[int, str]) -> pa.Table:
+    """One line per broken message (Spark gave each its own row), sorted by batch, tenant and message_id."""
+    lines = []
+    for row in _break_rows(raw):
+        keys = {name: _name(names, row[h]) for h, name in _NAME_COLUMNS}
+        message_id = uuid_text(row["break_hi"], row["break_lo"])
+        lines.append({"message_id": message_id, **keys, "status": row["status"],
+                      "amount_cents": row["cents"], "detail": _detail(row, names)})  # fmt: skip
+    order = [("correlation_id", "ascending"), ("tenant_id", "ascending"), ("message_id", "ascending")]
+    return pa.Table.from_pylist(lines, schema=BREAK_SCHEMA).sort_by(order)
+
+
 def split_result(
     raw: pa.Table, names: dict[int, str], as_of: datetime, input_counts: dict[str, int], three_way: bool = False
 ) -> ReconcileResult:
-    groups: dict[Key, Group] = defaultdict(lambda: dict.fromkeys((*_COUNTERS, "totals_rows"), 0))
-    breaks = []
-    for row in raw.to_pylist():
-        key: Key = (row["corr_h"], row["tenant_h"], row["ccy_h"])
-        _add(groups[key], row)
-        if row["break_hi"] is not None:
-            keys = {name: _name(names, h) for h, (_, name) in zip(key, _NAME_COLUMNS, strict=True)}
-            message_id = uuid_text(row["break_hi"], row["break_lo"])
-            breaks.append({"message_id": message_id, **keys, "status": row["status"],
-                           "amount_cents": row["cents"], "detail": _detail(row, names)})  # fmt: skip
-    rows: list[dict[str, Any]] = []
-    for key, g in groups.items():
-        _finish(g)
-        rows.append({name: _name(names, h) for h, (_, name) in zip(key, _NAME_COLUMNS, strict=True)} | g)
-    worst: dict[BatchKey, str] = {}
-    for r, batch in zip(rows, _batch_keys(rows), strict=True):  # a batch is as bad as its worst currency
-        worst[batch] = st.worst_state([worst.get(batch, st.RECONCILED), r["state"]])
-    for r, batch in zip(rows, _batch_keys(rows), strict=True):
-        r["batch_state"] = worst[batch]
-    order = [("correlation_id", "ascending"), ("currency", "ascending")]
-    summary = pa.Table.from_pylist(rows, schema=SUMMARY_SCHEMA).sort_by(order)
-    by_message = [("tenant_id", "ascending"), ("message_id", "ascending")]
-    detail = pa.Table.from_pylist(breaks, schema=BREAK_SCHEMA).sort_by([*order[:1], *by_message])
-    return ReconcileResult(as_of, summary, detail, input_counts, three_way)
+    """The raw Spark rows (summary.py) as the run's summary and break lines."""
+    summary = fold_summary(raw, _decoder(names), SUMMARY_SCHEMA)
+    return ReconcileResult(as_of, summary, _break_lines(raw, names), input_counts, three_way)

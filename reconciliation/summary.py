@@ -4,7 +4,7 @@ One hash aggregate (fixed-width buffers, partial aggregation before the shuffle)
 batch x tenant x currency x status; a broken message keeps its own row (its message_id joins the key,
 next to its tenant), so the same action yields the summary and the break detail. batch_totals rows
 join the same group-by as tagged rows instead of through a join. The pivot to one row per group
-happens on the driver (result.py), on a few rows per batch.
+happens on the driver (fold.py, in Arrow), on a few rows per batch.
 """
 
 from pyspark.sql import DataFrame
@@ -12,25 +12,7 @@ from pyspark.sql import functions as F
 
 from reconciliation import statuses as st
 from reconciliation.classify import MESSAGE_KEY, hashed
-
-# Per broken message, what the driver needs to write its detail line (see result.py).
-BREAK_EVIDENCE = (
-    "n_ledger",
-    "n_processed",
-    "l_amount",
-    "l_ccy_h",
-    "o_amount",
-    "o_ccy_h",
-    "o_expires",
-    "c_amount",
-    "c_ccy_h",
-    "ref_differs",
-)
-TOTALS = ("totals_accepted_count", "totals_accepted_cents", "control_count", "control_cents")
-# origin (file or amqp) and in_core (the core's journal has its transfer) split a group's rows by how its
-# messages came and whether the core booked them: a few rows more per batch, no new shuffle.
-BREAK_KEY = ("break_hi", "break_lo")  # a broken message's message_id (the halves of MESSAGE_KEY)
-GROUP_KEYS = ("corr_h", "tenant_h", "ccy_h", "status", "origin", "in_core", "is_totals", *BREAK_KEY)
+from reconciliation.rows import BREAK_EVIDENCE, BREAK_KEY, GROUP_KEYS, TOTALS
 
 
 def _message_rows(messages: DataFrame) -> DataFrame:

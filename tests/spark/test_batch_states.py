@@ -7,7 +7,7 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.testing import assertDataFrameEqual
 
-from tests.spark.builders import Snapshot
+from tests.spark.builders import Snapshot, mid
 from tests.spark.helpers import run, summary
 
 pytestmark = pytest.mark.spark
@@ -136,4 +136,28 @@ def test_three_way_counts_and_detail_lines(spark: SparkSession, tmp_path: Path) 
         "remit never accepted)",
         "remit_only": "remit recorded a core transfer for 700 AUD; the core's journal has none",
         "core_mismatch": "remit 800 AUD; core 801 AUD",
+    }
+
+
+def test_two_way_detail_lines(spark: SparkSession, tmp_path: Path) -> None:
+    # Expired 0.75 s past a whole second: the line shows the second it began in (not the nearest one).
+    age = timedelta(days=2, microseconds=-750_000)
+    snap = (
+        Snapshot()
+        .accept(1, amount=500).book(1, amount=501)
+        .accept(2, amount=600).book(2, amount=600).book(2, amount=600)
+        .book(3, amount=700)
+        .accept(4, amount=800, age=age)
+        .accept(5, amount=900).idempotency_only(5)
+    )  # fmt: skip
+
+    breaks = run(spark, snap, tmp_path).breaks
+    lines = zip(*(breaks[c].to_pylist() for c in ("message_id", "status", "detail")), strict=True)
+
+    assert {message_id: (status, detail) for message_id, status, detail in lines} == {
+        mid(1): ("mismatch", "outbox 500 AUD; 1 ledger row(s), first 501 AUD"),
+        mid(2): ("duplicate", "2 ledger rows for one message"),
+        mid(3): ("unexpected", "1 ledger row(s), no outbox row"),
+        mid(4): ("missing", "no terminal state; expired 2025-05-01T00:00:00Z"),
+        mid(5): ("missing", "idempotency record without ledger row or dead letter"),
     }
