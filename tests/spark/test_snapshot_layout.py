@@ -51,16 +51,26 @@ def test_postgres_splits_a_message_id_as_python_does(database: str) -> None:
     assert asyncio.run(split()) == [uuid_halves(str(i)) for i in ids]
 
 
-def _with_an_old_outbox(tmp_path: Path) -> Path:
-    """A snapshot whose outbox an older remit wrote: message_ids as text."""
+def _with_an_old_outbox(tmp_path: Path, as_part_files: bool = False) -> Path:
+    """A snapshot whose outbox an older remit wrote: message_ids as text (as one file, or as a directory of
+    part files the way Spark writes a table, which only Spark's own schema inference reads)."""
     directory = Path(Snapshot().accept(1).book(1).write(tmp_path / "snapshot"))
-    pq.write_table(pa.table({"message_id": [str(uuid.uuid4())], "tenant_id": ["tenant-a"]}), OUTBOX.path(directory))
+    old = pa.table({"message_id": [str(uuid.uuid4())], "tenant_id": ["tenant-a"]})
+    path = OUTBOX.path(directory)
+    path.unlink()
+    if as_part_files:
+        path.mkdir()
+        path = path / "part-00000.parquet"
+    pq.write_table(old, path)
     return directory
 
 
-def test_a_snapshot_with_message_ids_as_text_is_refused(spark: SparkSession, tmp_path: Path) -> None:
+@pytest.mark.parametrize("as_part_files", [False, True], ids=["file", "part-files"])
+def test_a_snapshot_with_message_ids_as_text_is_refused(
+    spark: SparkSession, tmp_path: Path, as_part_files: bool
+) -> None:
     """An older remit's snapshot would read its missing key columns as null: every message one group."""
-    directory = _with_an_old_outbox(tmp_path)
+    directory = _with_an_old_outbox(tmp_path, as_part_files)
 
     with pytest.raises(SnapshotLayoutError, match=r"outbox\.parquet has no column message_id_hi, message_id_lo"):
         read_snapshot(spark, str(directory))
