@@ -29,21 +29,21 @@ class MoneyOverflowError(ArithmeticError):
 Decoder = Callable[[pa.ChunkedArray], pa.ChunkedArray]
 
 
-def _flag(values: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray:
+def flag(values: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray:
     """A condition where null means no (as Python's truthiness of None in the rows)."""
     return pc.fill_null(values, False)
 
 
 def _masks(raw: pa.Table) -> tuple[Masks, pa.ChunkedArray]:
     """Which counters each raw row adds to, and the rows of no status (never accepted, not reconciled)."""
-    message_row = pc.invert(_flag(raw["is_totals"]))
+    message_row = pc.invert(flag(raw["is_totals"]))
     status, origin = raw["status"], raw["origin"]
     has_status = pc.and_(message_row, pc.is_valid(status))
-    masks: Masks = [(s, pc.and_(has_status, _flag(pc.equal(status, s)))) for s in st.STATUSES]
+    masks: Masks = [(s, pc.and_(has_status, flag(pc.equal(status, s)))) for s in st.STATUSES]
     masks += [
         ("accepted", pc.and_(has_status, pc.is_valid(origin))),
-        ("amqp", pc.and_(has_status, _flag(pc.equal(origin, st.ORIGIN_AMQP)))),
-        ("core_booked", pc.and_(has_status, _flag(pc.and_(raw["in_core"], pc.equal(status, st.PROCESSED))))),
+        ("amqp", pc.and_(has_status, flag(pc.equal(origin, st.ORIGIN_AMQP)))),
+        ("core_booked", pc.and_(has_status, flag(pc.and_(raw["in_core"], pc.equal(status, st.PROCESSED))))),
     ]
     return masks, pc.and_(message_row, pc.is_null(status))
 
@@ -61,7 +61,7 @@ def _counter_columns(raw: pa.Table) -> dict[str, pa.ChunkedArray]:
 
 def _totals_columns(raw: pa.Table) -> dict[str, pa.ChunkedArray]:
     """The batch's control totals, from its totals row (Spark's group-by leaves at most one per group)."""
-    is_totals = _flag(raw["is_totals"])
+    is_totals = flag(raw["is_totals"])
     columns = {"totals_rows": pc.if_else(is_totals, 1, 0)}
     for name in TOTALS:
         columns[name] = pc.if_else(is_totals, raw[name], pa.scalar(None, pa.int64()))
@@ -97,10 +97,10 @@ def _totals_ok(g: pa.Table) -> pa.ChunkedArray:
     t_count, t_cents = g["totals_accepted_count"], g["totals_accepted_cents"]
 
     def control_fits(control: str, total: pa.ChunkedArray) -> pa.ChunkedArray:
-        return pc.or_(pc.is_null(g[control]), _flag(pc.equal(g[control], total)))
+        return pc.or_(pc.is_null(g[control]), flag(pc.equal(g[control], total)))
 
     with_totals = pc.and_(
-        pc.and_(_flag(pc.equal(t_count, from_files_count)), _flag(pc.equal(t_cents, from_files_cents))),
+        pc.and_(flag(pc.equal(t_count, from_files_count)), flag(pc.equal(t_cents, from_files_cents))),
         pc.and_(control_fits("control_count", t_count), control_fits("control_cents", t_cents)),
     )
     # Without a totals row a group is fine only where no file's message was accepted.

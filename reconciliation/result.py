@@ -9,9 +9,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from reconciliation import statuses as st
+from reconciliation.break_lines import break_lines
 from reconciliation.fold import Decoder, fold_summary
-from reconciliation.rows import BREAK_EVIDENCE, BREAK_KEY
-from reconciliation.snapshot import uuid_text
 
 BREAK_SCHEMA = pa.schema(
     [
@@ -42,8 +41,6 @@ SUMMARY_SCHEMA = pa.schema(
     + [(c, pa.int64()) for c in (*_COUNTERS, *_OPTIONAL, "break_count")]
     + [("totals_ok", pa.bool_()), ("state", pa.string()), ("batch_state", pa.string())]
 )
-_NAME_COLUMNS = (("corr_h", "correlation_id"), ("tenant_h", "tenant_id"), ("ccy_h", "currency"))
-_BREAK_ROW_COLUMNS = [*(h for h, _ in _NAME_COLUMNS), "status", *BREAK_KEY, "cents", *BREAK_EVIDENCE]
 
 # A batch is its correlation_id within its tenant: rows of another tenant that name the same batch id (a
 # direct publisher chooses it freely) are that tenant's and never change this batch's state.
@@ -84,72 +81,17 @@ def wanted_hashes(raw: pa.Table) -> set[int]:
     return hashes
 
 
-def _detail(b: dict[str, Any], names: dict[int, str]) -> str:
-    """A one-line explanation an operator can act on."""
-    status = b["status"]
-    if status == st.UNEXPECTED:
-        return f"{b['n_ledger']} ledger row(s), no outbox row"
-    if status == st.MISMATCH:
-        return (
-            f"outbox {b['o_amount']} {names.get(b['o_ccy_h'])}; {b['n_ledger']} ledger row(s), "
-            f"first {b['l_amount']} {names.get(b['l_ccy_h'])}"
-        )
-    if status == st.DUPLICATE:
-        if b["c_amount"] is not None or b["ref_differs"] is not None:
-            return f"{b['n_ledger']} ledger row(s) and a transfer in the core for one message"
-        return f"{b['n_ledger']} ledger rows for one message"
-    if status == st.CORE_ONLY:
-        return (
-            f"core transfer {b['c_amount']} {names.get(b['c_ccy_h'])}; remit has no record of it "
-            "(an unknown outcome never resolved, or a key remit never accepted)"
-        )
-    if status == st.REMIT_ONLY:
-        amount = f"{b['o_amount']} {names.get(b['o_ccy_h'])}"
-        return f"remit recorded a core transfer for {amount}; the core's journal has none"
-    if status == st.CORE_MISMATCH:
-        ids = "; transfer ids differ" if b["ref_differs"] else ""
-        return f"remit {b['o_amount']} {names.get(b['o_ccy_h'])}; core {b['c_amount']} {names.get(b['c_ccy_h'])}{ids}"
-    if b["n_processed"]:
-        return "idempotency record without ledger row or dead letter"
-    return f"no terminal state; expired {b['o_expires']}"
-
-
-def _name(names: dict[int, str], h: int | None) -> str | None:
-    return None if h is None else names.get(h)
-
-
 def _decoder(names: dict[int, str]) -> Decoder:
     """Hash columns to their names (null where the hash is null or unknown)."""
     hashes, texts = pa.array(list(names), pa.int64()), pa.array(list(names.values()), pa.string())
     return lambda column: pc.take(texts, pc.index_in(column, value_set=hashes))
 
 
-def _break_rows(raw: pa.Table) -> list[dict[str, Any]]:
-    """The broken messages' rows as dicts, column by column (Table.to_pylist is several times slower), with
-    the expiry already as text (converting timestamps to datetimes is the slowest column)."""
-    broken = raw.filter(pc.is_valid(raw["break_hi"])).select(_BREAK_ROW_COLUMNS)
-    columns = {name: broken[name] for name in _BREAK_ROW_COLUMNS}
-    seconds = pc.cast(pc.floor_temporal(columns["o_expires"], unit="second"), pa.timestamp("s", tz="UTC"))
-    columns["o_expires"] = pc.strftime(seconds, "%Y-%m-%dT%H:%M:%SZ")
-    values = [column.to_pylist() for column in columns.values()]
-    return [dict(zip(columns, row, strict=True)) for row in zip(*values, strict=True)]
-
-
-def _break_lines(raw: pa.Table, names: dict[int, str]) -> pa.Table:
-    """One line per broken message (Spark gave each its own row), sorted by batch, tenant and message_id."""
-    lines = []
-    for row in _break_rows(raw):
-        keys = {name: _name(names, row[h]) for h, name in _NAME_COLUMNS}
-        message_id = uuid_text(row["break_hi"], row["break_lo"])
-        lines.append({"message_id": message_id, **keys, "status": row["status"],
-                      "amount_cents": row["cents"], "detail": _detail(row, names)})  # fmt: skip
-    order = [("correlation_id", "ascending"), ("tenant_id", "ascending"), ("message_id", "ascending")]
-    return pa.Table.from_pylist(lines, schema=BREAK_SCHEMA).sort_by(order)
-
-
 def split_result(
     raw: pa.Table, names: dict[int, str], as_of: datetime, input_counts: dict[str, int], three_way: bool = False
 ) -> ReconcileResult:
     """The raw Spark rows (summary.py) as the run's summary and break lines."""
-    summary = fold_summary(raw, _decoder(names), SUMMARY_SCHEMA)
-    return ReconcileResult(as_of, summary, _break_lines(raw, names), input_counts, three_way)
+    decode = _decoder(names)
+    summary = fold_summary(raw, decode, SUMMARY_SCHEMA)
+    breaks = break_lines(raw, decode, BREAK_SCHEMA)
+    return ReconcileResult(as_of, summary, breaks, input_counts, three_way)

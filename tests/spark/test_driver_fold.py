@@ -156,3 +156,46 @@ def test_a_batch_reconciles_when_its_file_totals_agree_with_what_was_accepted(
     totals = {(1, 10, 100): {"totals_accepted_count": 2, "totals_accepted_cents": 30, **control}}
     (row,) = _folded(_raw(paid, totals)).values()
     assert (row["totals_ok"], row["state"]) == (ok, st.RECONCILED if ok else st.BREAKS)
+
+
+_AND_IN_THE_CORE = "1 ledger row(s) and a transfer in the core for one message"
+
+
+def _broken(status: str, **evidence: Any) -> Row:
+    """A broken message's row: message_id 00000000-0000-4000-8000-000000000007, 900 cents."""
+    key = {"break_hi": 0x0000000000004000, "break_lo": -0x7FFFFFFFFFFFFFF9}
+    return (1, 10, 100), {"status": status, "origin": st.ORIGIN_FILE, "messages": 1, "cents": 900, **key, **evidence}
+
+
+@pytest.mark.parametrize(
+    ("row", "detail"),
+    [
+        (_broken(st.UNEXPECTED, n_ledger=1), "1 ledger row(s), no outbox row"),
+        (_broken(st.MISMATCH, n_ledger=1, o_amount=900, o_ccy_h=100, l_amount=901, l_ccy_h=101),
+         "outbox 900 AUD; 1 ledger row(s), first 901 USD"),
+        (_broken(st.DUPLICATE, n_ledger=2), "2 ledger rows for one message"),
+        (_broken(st.DUPLICATE, n_ledger=1, c_amount=900), _AND_IN_THE_CORE),
+        # The core's transfer known by its id alone: still a second booking.
+        (_broken(st.DUPLICATE, n_ledger=1, ref_differs=True), _AND_IN_THE_CORE),
+        (_broken(st.CORE_ONLY, c_amount=900, c_ccy_h=101), "core transfer 900 USD; remit has no record of it (an "
+         "unknown outcome never resolved, or a key remit never accepted)"),
+        (_broken(st.REMIT_ONLY, o_amount=900, o_ccy_h=100), "remit recorded a core transfer for 900 AUD; the core's "
+         "journal has none"),
+        (_broken(st.CORE_MISMATCH, o_amount=900, o_ccy_h=100, c_amount=901, c_ccy_h=100, ref_differs=False),
+         "remit 900 AUD; core 901 AUD"),
+        (_broken(st.CORE_MISMATCH, o_amount=900, o_ccy_h=100, c_amount=900, c_ccy_h=100, ref_differs=True),
+         "remit 900 AUD; core 900 AUD; transfer ids differ"),
+        (_broken(st.MISSING, n_processed=1), "idempotency record without ledger row or dead letter"),
+        (_broken(st.MISSING, n_processed=0, o_expires=datetime(2025, 5, 1, 7, 8, 9, 999_999, tzinfo=UTC)),
+         "no terminal state; expired 2025-05-01T07:08:09Z"),
+        # Evidence that is absent (a currency no table names) shows as None rather than vanishing.
+        (_broken(st.MISMATCH, n_ledger=1, o_amount=900, o_ccy_h=100, l_amount=None, l_ccy_h=999),
+         "outbox 900 AUD; 1 ledger row(s), first None None"),
+    ],
+)  # fmt: skip
+def test_each_break_gets_a_detail_line_an_operator_can_act_on(row: Row, detail: str) -> None:
+    (line,) = split_result(_raw([row], {}), NAMES, AS_OF, {}).breaks.to_pylist()
+
+    assert line == {"message_id": "00000000-0000-4000-8000-000000000007", "correlation_id": "batch-1",
+                    "tenant_id": "tenant-a", "currency": "AUD", "status": row[1]["status"], "amount_cents": 900,
+                    "detail": detail}  # fmt: skip
