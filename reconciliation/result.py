@@ -1,5 +1,5 @@
-"""The run's result on the driver: the Spark rows pivoted to one row per batch x currency, names decoded,
-control totals checked, states derived, and break detail lines written."""
+"""The run's result on the driver: its summary (one row per batch x tenant x currency, totals checked, states
+derived: fold.py) and its break detail lines (break_lines.py), both made from the Spark rows with names decoded."""
 
 from dataclasses import dataclass, field
 from datetime import datetime
