@@ -1,7 +1,7 @@
 """The driver's fold of the Spark rows (summary.py) into one row per batch x tenant x currency, in Arrow.
 
-A Python loop over the rows took about 3.5 s of a 10M-message run (docs/benchmarks.md, "Reconciliation");
-these vectorized group-by sums take a few tens of milliseconds.
+A Python loop over the rows took about 3.5 s of a 10M-message run (docs/benchmarks.md, "Reconciliation"), break
+lines included; the summary folded here takes about 0.2 s, names decoded and sorted.
 
 Money is summed in decimal128(38, 0), exact for any number of int64 inputs, and cast back to int64 with a
 checked cast: a total that does not fit fails the run, as Spark's ANSI sums do. Arrow's own int64 sums
