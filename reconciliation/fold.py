@@ -17,7 +17,6 @@ from reconciliation import statuses as st
 from reconciliation.rows import NAME_KEYS, TOTALS
 
 _MONEY = pa.decimal128(38, 0)
-_SUM_EMPTY_IS_ZERO = pc.ScalarAggregateOptions(min_count=0)
 # The counters a group's rows add to, each as (name, mask over the raw rows); each has a count and cents.
 Masks = list[tuple[str, pa.ChunkedArray]]
 
@@ -27,6 +26,9 @@ class MoneyOverflowError(ArithmeticError):
 
 
 Decoder = Callable[[pa.ChunkedArray], pa.ChunkedArray]
+# A batch is its correlation_id within its tenant: rows of another tenant that name the same batch id (a
+# direct publisher chooses it freely) are that tenant's and never change this batch's state.
+BatchKey = tuple[str | None, str | None]
 
 
 def flag(values: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray:
@@ -71,8 +73,7 @@ def _totals_columns(raw: pa.Table) -> dict[str, pa.ChunkedArray]:
 def _grouped(raw: pa.Table) -> pa.Table:
     counters, totals = _counter_columns(raw), _totals_columns(raw)
     table = pa.table({**{k: raw[k] for k in NAME_KEYS}, **counters, **totals})
-    aggregates: list[tuple[str, str] | tuple[str, str, pc.FunctionOptions]]
-    aggregates = [(c, "sum", _SUM_EMPTY_IS_ZERO) for c in (*counters, "totals_rows")]
+    aggregates = [(c, "sum") for c in (*counters, "totals_rows")]
     aggregates += [(c, "max") for c in TOTALS]
     grouped = table.group_by(list(NAME_KEYS), use_threads=False).aggregate(aggregates)
     renamed = [name.removesuffix("_sum").removesuffix("_max") for name in grouped.column_names]
@@ -125,7 +126,7 @@ def _batch_states(corr: pa.ChunkedArray, tenant: pa.ChunkedArray, state: pa.Chun
     """A batch (its correlation_id within its tenant) is as bad as its worst currency: a few rows per batch,
     so a dict is simpler than a join that cannot match null keys."""
     batches = list(zip(corr.to_pylist(), tenant.to_pylist(), strict=True))
-    worst: dict[tuple[str | None, str | None], str] = {}
+    worst: dict[BatchKey, str] = {}
     for batch, s in zip(batches, state.to_pylist(), strict=True):
         worst[batch] = st.worst_state([worst.get(batch, st.RECONCILED), s])
     return pa.array([worst[b] for b in batches], pa.string())

@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 
 from reconciliation import statuses as st
 from reconciliation.break_lines import break_lines
-from reconciliation.fold import Decoder, fold_summary
+from reconciliation.fold import BatchKey, Decoder, fold_summary
 
 BREAK_SCHEMA = pa.schema(
     [
@@ -41,10 +41,6 @@ SUMMARY_SCHEMA = pa.schema(
     + [(c, pa.int64()) for c in (*_COUNTERS, *_OPTIONAL, "break_count")]
     + [("totals_ok", pa.bool_()), ("state", pa.string()), ("batch_state", pa.string())]
 )
-
-# A batch is its correlation_id within its tenant: rows of another tenant that name the same batch id (a
-# direct publisher chooses it freely) are that tenant's and never change this batch's state.
-BatchKey = tuple[str | None, str | None]
 
 
 def _batch_keys(rows: list[dict[str, Any]]) -> list[BatchKey]:

@@ -1,7 +1,7 @@
-"""The layout of the rows the Spark job hands to the driver (summary.py builds them; result.py and fold.py
-read them). No pyspark here: the driver side is imported by processes that never start Spark."""
+"""The layout of the rows the Spark job hands to the driver (summary.py builds them; fold.py and
+break_lines.py read them). No pyspark here: the driver side is imported by processes that never start Spark."""
 
-# Per broken message, what the driver needs to write its detail line (see result.py).
+# Per broken message, what the driver needs to write its detail line (see break_lines.py).
 BREAK_EVIDENCE = (
     "n_ledger",
     "n_processed",

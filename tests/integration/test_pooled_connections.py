@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.storage import engine as engine_module
 from app.storage.engine import make_engine
@@ -25,16 +25,20 @@ async def one_connection(database_url: str) -> AsyncIterator[AsyncEngine]:
     await engine.dispose()
 
 
+async def _pid(conn: AsyncConnection) -> int:
+    return int((await conn.exec_driver_sql("SELECT pg_backend_pid()")).scalar_one())
+
+
 async def _backend_pid(engine: AsyncEngine) -> int:
     async with engine.connect() as conn:
-        return int((await conn.exec_driver_sql("SELECT pg_backend_pid()")).scalar_one())
+        return await _pid(conn)
 
 
 async def test_a_connection_the_server_closed_is_replaced_at_checkout(
     one_connection: AsyncEngine, engine: AsyncEngine
 ) -> None:
     async with one_connection.connect() as conn:
-        first = int((await conn.exec_driver_sql("SELECT pg_backend_pid()")).scalar_one())
+        first = await _pid(conn)
         driver = (await conn.get_raw_connection()).driver_connection
         assert driver is not None
     async with engine.connect() as other:
