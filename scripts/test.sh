@@ -8,5 +8,8 @@ scripts/services.sh
 echo "== ruff"; .venv/bin/ruff check .
 echo "== mypy"; .venv/bin/mypy
 echo "== contract schema"; .venv/bin/python -m contracts.schema --check
-echo "== pytest"
-exec .venv/bin/python -m pytest -p no:cacheprovider "$@"
+# Most of the suite's time is waiting on real processes, outages and chaos runs, not CPU: workers overlap the waits.
+# Each worker has its own session database; vhosts are per test. REMIT_TEST_WORKERS=0 runs it in one process.
+workers="${REMIT_TEST_WORKERS:-3}"
+echo "== pytest ($workers workers)"
+exec .venv/bin/python -m pytest -p no:cacheprovider -n "$workers" --dist worksteal "$@"

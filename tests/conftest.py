@@ -1,5 +1,7 @@
-"""Shared fixtures. Real services: one fresh, migrated database per test run; a fresh vhost per test."""
+"""Shared fixtures. Real services: one fresh, migrated database per test run (per xdist worker); a fresh vhost
+per test; a database of its own for a test that a neighbour's leftover rows would disturb."""
 
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from app.storage.engine import make_engine
 from app.storage.migrations import upgrade_to_head
 from app.storage.unit_of_work import UnitOfWorkFactory
 from tests.utils.services import (
+    OwnWorld,
     ServiceEnv,
     ServiceProcess,
     app_database_url,
@@ -26,6 +29,12 @@ from tests.utils.services import (
 )
 from tests.utils.tenant_users import TenantUsers
 from tests.utils.world import Routing
+
+# pytest-xdist's workers run with COLUMNS=80 and LINES=24 set, where a plain run has no terminal at all: the CLI
+# (app/cli/common.py reads the width once, on import) would then wrap its tables and errors at 80 columns.
+if "PYTEST_XDIST_WORKER" in os.environ:
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
 
 
 @pytest.fixture(scope="session")
@@ -48,16 +57,39 @@ def service_env(database_url: str, vhost: str) -> ServiceEnv:
     return ServiceEnv(database_url=database_url, vhost=vhost)
 
 
-@pytest.fixture
-def settings(service_env: ServiceEnv) -> Iterator[Settings]:
-    Routing.amqp_url = service_env.amqp_url
-    yield Settings(
+def settings_for(service_env: ServiceEnv) -> Settings:
+    return Settings(
         database_url=app_database_url(service_env.database_url),
         migration_database_url=service_env.database_url,
         amqp_url=service_env.amqp_url,
         retry_delays_seconds=[0.2, 0.5, 1.0],
     )
+
+
+@pytest.fixture
+def settings(service_env: ServiceEnv) -> Iterator[Settings]:
+    Routing.amqp_url = service_env.amqp_url
+    yield settings_for(service_env)
     Routing.amqp_url = None
+
+
+@pytest.fixture
+async def own_database() -> AsyncIterator[str]:
+    """A fresh, migrated database for one test: the session's database holds what earlier tests left (outbox
+    rows no relay ever published, other consumers' heartbeats), and which tests ran earlier depends on the
+    order, which xdist changes from run to run."""
+    url = await create_database()
+    await upgrade_to_head(url)
+    yield url
+    await drop_database(url)
+
+
+@pytest.fixture
+async def own_world(own_database: str, vhost: str) -> AsyncIterator[OwnWorld]:
+    service_env = ServiceEnv(database_url=own_database, vhost=vhost)
+    engine = make_engine(own_database, pool_size=2)
+    yield OwnWorld(service_env, settings_for(service_env), engine, uow_factory_for(engine))
+    await engine.dispose()
 
 
 @pytest.fixture(scope="session")

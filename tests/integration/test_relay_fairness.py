@@ -1,4 +1,7 @@
-"""Fair admission at the outbox relay on real RabbitMQ: equal shares per tenant, backpressure per queue."""
+"""Fair admission at the outbox relay on real RabbitMQ: equal shares per tenant, backpressure per queue.
+
+Each test has a database of its own: a tenant's equal share depends on how many tenants wait in the outbox,
+and the session's database holds earlier tests' unpublished rows."""
 
 import asyncio
 from pathlib import Path
@@ -7,7 +10,6 @@ from typing import Any
 import aio_pika
 import pytest
 from aio_pika.abc import AbstractChannel, AbstractRobustConnection
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.messaging.connection import login_of
 from app.messaging.topology import Topology
@@ -17,6 +19,7 @@ from app.publisher.fair_selection import QueueDepths
 from app.publisher.relay import OutboxRelay
 from app.settings import Settings
 from app.storage.unit_of_work import UnitOfWorkFactory
+from tests.utils.services import OwnWorld
 from tests.utils.world import fresh_tenant, outbox_rows, payment_row, write_csv
 
 pytestmark = pytest.mark.integration
@@ -46,12 +49,9 @@ def _published(rows: list[Any]) -> list[Any]:
 
 
 async def test_one_cycle_publishes_the_quiet_tenant_despite_a_backlog(
-    engine: AsyncEngine,
-    uow_factory: UnitOfWorkFactory,
-    channel: AbstractChannel,
-    settings: Settings,
-    tmp_path: Path,
+    own_world: OwnWorld, channel: AbstractChannel, tmp_path: Path
 ) -> None:
+    engine, uow_factory, settings = own_world.engine, own_world.uow_factory, own_world.settings
     noisy = await fresh_tenant(uow_factory)
     quiet = await fresh_tenant(uow_factory)  # same tier: both share payments.work.basic
     flood = await _submit(uow_factory, settings, tmp_path, noisy, 400, "flood")
@@ -72,13 +72,9 @@ async def test_one_cycle_publishes_the_quiet_tenant_despite_a_backlog(
 
 
 async def test_a_tenant_above_the_watermark_waits_in_the_outbox_others_are_published(
-    engine: AsyncEngine,
-    uow_factory: UnitOfWorkFactory,
-    amqp: AbstractRobustConnection,
-    channel: AbstractChannel,
-    settings: Settings,
-    tmp_path: Path,
+    own_world: OwnWorld, amqp: AbstractRobustConnection, channel: AbstractChannel, tmp_path: Path
 ) -> None:
+    engine, uow_factory, settings = own_world.engine, own_world.uow_factory, own_world.settings
     noisy = await fresh_tenant(uow_factory, tier="free")  # no consumer: its queue only grows
     quiet = await fresh_tenant(uow_factory, tier="premium")
     topology = Topology.from_settings(settings)

@@ -22,7 +22,7 @@ from app.publisher.commands import SubmitBatch
 from app.publisher.leadership import RELAY_LOCK_KEY
 from app.settings import Settings
 from app.storage.unit_of_work import UnitOfWorkFactory
-from tests.utils.services import ServiceEnv, ServiceProcess, eventually, free_port
+from tests.utils.services import OwnWorld, ServiceProcess, eventually, free_port
 from tests.utils.world import fresh_tenant, outbox_rows, payment_row, write_csv
 
 pytestmark = pytest.mark.integration
@@ -102,13 +102,10 @@ async def _drain(tap: AbstractQueue, expected: int, timeout: float = 30) -> list
 
 
 async def test_a_relay_that_lost_its_lock_publishes_nothing_more_and_a_standby_takes_over(
-    service_env: ServiceEnv,
-    uow_factory: UnitOfWorkFactory,
-    settings: Settings,
-    channel: AbstractChannel,
-    tmp_path: Path,
-    logs_dir: Path,
+    own_world: OwnWorld, channel: AbstractChannel, tmp_path: Path, logs_dir: Path
 ) -> None:
+    # A database of its own: with 5 rows a cycle, earlier tests' unpublished rows would crowd this tenant out.
+    service_env, uow_factory, settings = own_world.service_env, own_world.uow_factory, own_world.settings
     tenant = await fresh_tenant(uow_factory)
     tap = await channel.declare_queue("", exclusive=True)
     await tap.bind(settings.exchange, routing_key=f"{tenant}.payment")

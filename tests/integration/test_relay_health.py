@@ -3,7 +3,6 @@ green again. Real processes, on a database of this test's own: the session's dat
 unpublished rows (unroutable ones stay there by design), which would make the relay look late from the start.
 """
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -15,23 +14,14 @@ from app.publisher.commands import SubmitBatch
 from app.resources import uow_factory_for
 from app.settings import Settings
 from app.storage.engine import make_engine
-from app.storage.migrations import upgrade_to_head
 from app.storage.unit_of_work import UnitOfWorkFactory
 from app.tenancy.tenants import AddTenant, add_tenant
 from tests.utils.cli import remit
 from tests.utils.factories import new_tenant_id
-from tests.utils.services import ServiceEnv, ServiceProcess, create_database, drop_database, eventually
+from tests.utils.services import ServiceEnv, ServiceProcess, eventually
 from tests.utils.world import ledger_rows_for_tenant, payment_row, route_tenant, write_csv
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-async def own_database() -> AsyncIterator[str]:
-    url = await create_database()
-    await upgrade_to_head(url)
-    yield url
-    await drop_database(url)
 
 
 async def _readyz(port: int | None) -> httpx.Response:

@@ -7,7 +7,6 @@ rows), the real broker, and the relay in-process with a batch of 5.
 """
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -23,23 +22,14 @@ from app.publisher.relay import OutboxRelay
 from app.resources import uow_factory_for
 from app.settings import Settings
 from app.storage.engine import make_engine
-from app.storage.migrations import upgrade_to_head
 from app.storage.unit_of_work import UnitOfWorkFactory
 from app.tenancy.tenants import AddTenant, add_tenant
 from tests.utils.cli import remit
 from tests.utils.factories import new_tenant_id
-from tests.utils.services import ServiceEnv, create_database, drop_database, eventually
+from tests.utils.services import ServiceEnv, eventually
 from tests.utils.world import outbox_rows, payment_row, route_tenant, write_csv
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-async def own_database() -> AsyncIterator[str]:
-    url = await create_database()
-    await upgrade_to_head(url)
-    yield url
-    await drop_database(url)
 
 
 async def _tenant_with_batch(uow: UnitOfWorkFactory, settings: Settings, path: Path, rows: int) -> tuple[str, str]:

@@ -1,28 +1,16 @@
 """`remit workers status` tells the truth: a pool that should run while no consumer process serves it is a
 warning and exit 1 (not a quiet "processes 0"); a tenant it does not know is an error naming the known ones."""
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from app.storage.migrations import upgrade_to_head
 from app.storage.unit_of_work import UnitOfWorkFactory
 from tests.utils.cli import remit
-from tests.utils.services import ServiceEnv, ServiceProcess, create_database, drop_database, eventually, free_port
+from tests.utils.services import ServiceEnv, ServiceProcess, eventually, free_port
 from tests.utils.world import fresh_tenant
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-async def own_database() -> AsyncIterator[str]:
-    """Pools' desired state and heartbeats are shared infrastructure that other tests' consumers write to:
-    this test needs a database where no consumer ran."""
-    url = await create_database()
-    await upgrade_to_head(url)
-    yield url
-    await drop_database(url)
 
 
 async def test_status_exits_1_with_a_warning_while_a_pool_that_should_run_has_no_process(

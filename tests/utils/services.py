@@ -20,8 +20,11 @@ from urllib.parse import quote
 import asyncpg
 import httpx
 import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.messaging.management import Management
+from app.settings import Settings
+from app.storage.unit_of_work import UnitOfWorkFactory
 
 ROOT = Path(__file__).resolve().parents[2]
 PG_ADMIN_DSN = os.environ.get("REMIT_TEST_PG_ADMIN_DSN", "postgresql://root@127.0.0.1:5432/postgres")
@@ -148,6 +151,17 @@ class ServiceEnv:
             **self.extra,
             **overrides,
         }
+
+
+@dataclass(frozen=True)
+class OwnWorld:
+    """This test's vhost on a database of its own (the `own_world` fixture): what `service_env`, `settings`,
+    `engine` and `uow_factory` give on the session's shared database."""
+
+    service_env: ServiceEnv
+    settings: Settings
+    engine: AsyncEngine
+    uow_factory: UnitOfWorkFactory
 
 
 class ServiceProcess:
