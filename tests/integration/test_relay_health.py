@@ -11,14 +11,11 @@ import pytest
 
 from app.publisher.accept import submit_batch
 from app.publisher.commands import SubmitBatch
-from app.resources import uow_factory_for
-from app.settings import Settings
-from app.storage.engine import make_engine
 from app.storage.unit_of_work import UnitOfWorkFactory
 from app.tenancy.tenants import AddTenant, add_tenant
 from tests.utils.cli import remit
 from tests.utils.factories import new_tenant_id
-from tests.utils.services import ServiceEnv, ServiceProcess, eventually
+from tests.utils.services import OwnWorld, ServiceProcess, eventually
 from tests.utils.world import ledger_rows_for_tenant, payment_row, route_tenant, write_csv
 
 pytestmark = pytest.mark.integration
@@ -39,12 +36,10 @@ async def _leading(uow: UnitOfWorkFactory) -> bool:
 
 
 async def test_a_killed_relay_turns_readyz_red_and_status_warns_until_it_runs_again(
-    own_database: str, vhost: str, tmp_path: Path
+    own_world: OwnWorld, tmp_path: Path
 ) -> None:
-    service = ServiceEnv(database_url=own_database, vhost=vhost)
+    service, settings, uow = own_world.service_env, own_world.settings, own_world.uow_factory
     env = service.env(REMIT_RELAY_BACKLOG_ALERT_SECONDS="2")
-    engine = make_engine(own_database)
-    uow = uow_factory_for(engine)
     consumer = ServiceProcess.consumer(env, tmp_path / "consumer.log")
     relay = ServiceProcess.relay(env, tmp_path / "relay.log")
     try:
@@ -57,7 +52,6 @@ async def test_a_killed_relay_turns_readyz_red_and_status_warns_until_it_runs_ag
         tenant = new_tenant_id()
         await add_tenant(AddTenant(tenant, f"Tenant {tenant}", default_ttl_seconds=3600), uow)
         await route_tenant(service.amqp_url, tenant, "basic")
-        settings = Settings(database_url=own_database, amqp_url=service.amqp_url)
         rows = [payment_row(n) for n in range(3)]
         batch = await submit_batch(SubmitBatch(tenant, write_csv(tmp_path / "b.csv", rows)), uow, settings)
 
@@ -108,7 +102,6 @@ async def test_a_killed_relay_turns_readyz_red_and_status_warns_until_it_runs_ag
     finally:
         relay.stop()
         consumer.stop()
-        await engine.dispose()
 
 
 async def _not(check: Any) -> bool:
