@@ -108,8 +108,10 @@ def _utc_timestamp() -> CoreSchema:
 
 
 def _as_utc(moment: datetime) -> datetime:
-    # Offset zero by now; one tzinfo for every spelling (pydantic-core's own is its TzInfo(0)).
-    return moment.replace(tzinfo=UTC)
+    # Offset zero by now; one tzinfo for every spelling (pydantic-core's own is its TzInfo(0)). astimezone, not
+    # replace(tzinfo=...): the same datetime at half the cost (CPython parses replace's keywords; 0.9 µs a
+    # message in the consumer, docs/benchmarks.md).
+    return moment.astimezone(UTC)
 
 
 CanonicalUuid = _Format(_canonical_uuid, cs.uuid_schema)
