@@ -7,7 +7,7 @@ tag, buffers the delivery), so it can run in the reader itself: in delivery orde
 settlements need, with no task at all.
 
 This reaches into aiormq's channel (`_on_deliver_frame`, `_get_frame`, `_read_content`), so aiormq is pinned
-in pyproject.toml and tests/integration/test_inline_delivery.py checks the hook on the real broker; on an
+in pyproject.toml and tests/integration/test_delivery_paths.py checks the hook on the real broker; on an
 aiormq without them the channel keeps its own path (one task per delivery), which is slower, not wrong.
 """
 

@@ -14,7 +14,9 @@ Deliveries are consumed on the aiormq channel under aio-pika's robust one: aio-p
 the task it starts per delivery cost more CPU than the checks remit makes (docs/benchmarks.md, "Consumer").
 So this module owns what aio-pika's queue did for a consumer: it consumes again on the new channel after a
 reconnection (the robust channel's reopen callback), and a consumer the broker cancelled (its queue
-deleted) leaves the pool not running, for the pool manager's next sync to start it again.
+deleted) leaves the pool not running, for the pool manager's next sync to start it again. Its deliveries
+come straight from remit's frame receiver (app/messaging/frame_reader.py, `deliver_direct`); on a connection
+that reads with aiormq's own, inside aiormq's channel reader (app/consumer/inline_delivery.py).
 
 Bytes are bounded as well as deliveries: a body over the hard cap is cut to a prefix the moment it
 arrives (its length and SHA-256 kept, the original dropped), and a pool's window is never more
@@ -34,9 +36,12 @@ from aio_pika.abc import AbstractRobustChannel as Channel
 from aio_pika.abc import AbstractRobustConnection
 from aiormq.abc import AbstractChannel as Underlay
 from aiormq.abc import DeliveredMessage
+from pamqp import commands as spec
+from pamqp.header import ContentHeader
 
 from app.consumer.delivery import BodyLimits, Delivery, Truncated, Trusts, trusts_nobody
 from app.consumer.inline_delivery import deliver_inline
+from app.messaging.frame_reader import deliver_direct, forget
 from app.observability.metrics import ObserveStage, ignore_stage
 
 log = logging.getLogger("remit.consumer")
@@ -171,8 +176,12 @@ class QueueWorkers:
         assert self._channel is not None
         underlay = await self._channel.get_underlay_channel()
         underlay.on_consumer_cancel_callbacks.add(self._cancelled)
+        if self._consumer is not None:
+            forget(self._consumer[1])  # the channel before a reconnection: its tag never comes again
         tag = f"remit:{self.queue_name}:{uuid4().hex}"
-        self.inline = deliver_inline(underlay, tag, self._receive)  # before the first delivery can arrive
+        # Both before the first delivery can arrive; a connection reads with one receiver, so one path is taken.
+        deliver_direct(underlay, tag, self._take)
+        self.inline = deliver_inline(underlay, tag, self._receive)
         await underlay.basic_consume(self.queue_name, self._on_message, no_ack=False, consumer_tag=tag)
         self._consumer = (underlay, tag)
 
@@ -203,6 +212,7 @@ class QueueWorkers:
                 await underlay.basic_cancel(tag)
             except Exception:  # the channel is gone already: its deliveries went back to the queue
                 log.debug("cancelling the consumer on %s failed", self.queue_name, exc_info=True)
+            forget(tag)
         self._stopping = True
         self._arrived.set()
         self._full.set()
@@ -219,12 +229,18 @@ class QueueWorkers:
         self._receive(message)
 
     def _receive(self, message: DeliveredMessage) -> None:
+        deliver = message.delivery
+        assert isinstance(deliver, spec.Basic.Deliver), "a consumer gets Basic.Deliver frames"
+        self._take(message.channel, deliver, message.header, message.body)
+
+    def _take(self, channel: Underlay, deliver: spec.Basic.Deliver, header: ContentHeader, body: bytes) -> None:
         # The oversize original is dropped here, before anything buffers it: only the Delivery is kept.
-        body, truncated = self._bodies.keep(message.body)
-        tag = _tag(message)
-        self._settlements.delivered(message.channel, tag)
-        self._buffer.append((message.channel, tag))
-        self._deliveries.append(_delivery(message, self.queue_name, body, truncated))
+        body, truncated = self._bodies.keep(body)
+        tag = deliver.delivery_tag
+        assert tag is not None, "a consumer's deliveries are numbered"
+        self._settlements.delivered(channel, tag)
+        self._buffer.append((channel, tag))
+        self._deliveries.append(_delivery(deliver, header, self.queue_name, body, truncated))
         self._arrivals.append(time.time())
         self._arrived.set()
         if len(self._buffer) >= self._max_batch:
@@ -299,15 +315,10 @@ class QueueWorkers:
             log.warning("could not settle %d deliveries from %s", len(batch), self.queue_name, exc_info=True)
 
 
-def _tag(message: DeliveredMessage) -> int:
-    tag = message.delivery_tag
-    assert tag is not None, "a consumer's deliveries are Basic.Deliver frames, which are numbered"
-    return tag
-
-
-def _delivery(message: DeliveredMessage, queue: str, body: bytes, truncated: Truncated | None) -> Delivery:
-    properties = message.header.properties
-    deliver = message.delivery
+def _delivery(
+    deliver: spec.Basic.Deliver, header: ContentHeader, queue: str, body: bytes, truncated: Truncated | None
+) -> Delivery:
+    properties = header.properties
     return Delivery(
         body=body,
         queue=queue,
@@ -315,7 +326,7 @@ def _delivery(message: DeliveredMessage, queue: str, body: bytes, truncated: Tru
         content_type=properties.content_type,
         message_id=properties.message_id,
         user_id=properties.user_id,
-        redelivered=bool(deliver.redelivered),  # type: ignore[union-attr]
-        routing_key=message.routing_key,
+        redelivered=bool(deliver.redelivered),
+        routing_key=deliver.routing_key,
         truncated=truncated,
     )

@@ -3,45 +3,20 @@ many headers and empty bodies arrive intact and in order, and a connection Rabbi
 reading with it."""
 
 import asyncio
-from collections.abc import AsyncIterator
-from typing import ClassVar
 from uuid import uuid4
 
-import aiormq.connection
 import pytest
 from aio_pika import Message
 from aio_pika.abc import AbstractIncomingMessage, AbstractRobustConnection
 
-from app.messaging.connection import connect
-from app.messaging.frame_reader import BufferedFrameReceiver
-from app.settings import Settings
 from tests.chaos.faults import close_vhost_connections
+from tests.integration.conftest import Counted
 from tests.utils.services import eventually
 
 pytestmark = pytest.mark.integration
 
 QUORUM = {"x-queue-type": "quorum"}
 FRAME_MAX = 131_072  # RabbitMQ's default: a body above it comes in several frames
-
-
-class Counted(BufferedFrameReceiver):
-    """BufferedFrameReceiver, counting the connections made with it."""
-
-    made: ClassVar[list["Counted"]] = []
-
-    def __init__(self, reader: asyncio.StreamReader) -> None:
-        super().__init__(reader)
-        Counted.made.append(self)
-
-
-@pytest.fixture
-async def buffered(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[AbstractRobustConnection]:
-    """A connection that reads with BufferedFrameReceiver (and reconnects with it), as the consumer's does."""
-    monkeypatch.setattr(aiormq.connection, "FrameReceiver", Counted)
-    Counted.made.clear()
-    connection = await connect(settings.amqp_url, "remit-tests-frames")
-    yield connection
-    await connection.close()
 
 
 def _messages() -> list[Message]:

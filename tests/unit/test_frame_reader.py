@@ -31,12 +31,13 @@ properties = st.builds(
 
 
 @st.composite
-def deliveries(draw: st.DrawFn) -> bytes:
-    channel = draw(st.integers(1, 2047))
+def deliveries(draw: st.DrawFn, channel: int | None = None, consumer_tag: str | None = None) -> bytes:
+    """A delivery's frames, on a channel and for a consumer tag of its own unless given."""
+    channel = draw(st.integers(1, 2047)) if channel is None else channel
     body = draw(st.binary(max_size=3000))
     chunks = [body[i : i + 1000] for i in range(0, len(body), 1000)]  # bodies split over frames, as brokers do
     deliver = spec.Basic.Deliver(
-        consumer_tag=draw(st.from_regex(r"remit:[a-z.]{1,30}:[0-9a-f]{8}", fullmatch=True)),
+        consumer_tag=consumer_tag or draw(st.from_regex(r"remit:[a-z.]{1,30}:[0-9a-f]{8}", fullmatch=True)),
         delivery_tag=draw(st.integers(1, 2**63 - 1)),
         redelivered=draw(st.booleans()),
         exchange=draw(st.sampled_from(["", "payments"])),
