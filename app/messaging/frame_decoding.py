@@ -7,10 +7,16 @@ a seventh of the consumer's CPU (docs/benchmarks.md, "Consumer"). Here they are 
 into the buffer, into the same pamqp objects with the same values.
 
 Only well-formed frames take this path. Anything it does not read exactly as pamqp would (another frame
-type or method, a truncated or overlong field, text that is not UTF-8, a field type it does not know,
-more than one word of property flags) returns None, and the caller hands the frame to pamqp, whose
-answer (a value or an error) then stands. tests/unit/test_frame_decoding.py compares the two on
-generated and on corrupted frames.
+type or method, a truncated or overlong field, a field type it does not know, more than one word of property
+flags) returns None, and the caller hands the frame to pamqp, whose answer (a value or an error) then stands.
+tests/unit/test_frame_decoding.py compares the two on generated and on corrupted frames.
+
+One difference is deliberate: a short string or a table key that is not UTF-8 reads here with U+FFFD in place
+of the bad bytes, where pamqp raises. The publisher chooses those bytes (RabbitMQ passes a property such as
+correlation_id through unread), and an error there would close the consumer's connection, for every tenant's
+deliveries on it, at every redelivery: a tenant could stall a shared pool with one message. remit reads none of
+those it does not check itself, and a checked one (content_type, message_id) that was not UTF-8 fails its check.
+The content header a frame reader cannot read at all is `bare_header` (its body size, no properties).
 """
 
 import struct
@@ -78,6 +84,20 @@ def decode_frame(buffer: bytes, at: int) -> Decoded | None:
     return end + 1 - at, channel, frame
 
 
+def bare_header(buffer: bytes, at: int) -> Decoded | None:
+    """A complete content header frame at `at` with its properties left out (neither this module nor pamqp could
+    read them): its body size, so that the body that follows is still one delivery; None when even that is
+    missing."""
+    kind, channel, size = FRAME_HEADER.unpack_from(buffer, at)
+    start = at + FRAME_HEADER.size
+    if kind != CONTENT_HEADER or size < _HEADER_FIELDS.size:
+        return None
+    class_id, weight, body_size, _ = _HEADER_FIELDS.unpack_from(buffer, start)
+    header = ContentHeader(weight, body_size, spec.Basic.Properties())
+    header.class_id = class_id
+    return FRAME_HEADER.size + size + 1, channel, header
+
+
 def _deliver(buffer: bytes, at: int, end: int) -> spec.Basic.Deliver:
     if end - at < 4 or _U32.unpack_from(buffer, at)[0] != DELIVER:
         raise _NotOurs
@@ -118,7 +138,7 @@ def _short_str(buffer: bytes, at: int, end: int) -> tuple[str, int]:
     stop = at + 1 + buffer[at]  # at == end reads a byte past the structure, but then stop > end
     if stop > end:
         raise _NotOurs
-    return buffer[at + 1 : stop].decode(), stop
+    return buffer[at + 1 : stop].decode(errors="replace"), stop
 
 
 def _octet(buffer: bytes, at: int, end: int) -> tuple[int, int]:
@@ -144,7 +164,7 @@ def _table(buffer: bytes, at: int, end: int) -> tuple[dict[str, Any], int]:
         key_end = at + 1 + buffer[at]
         if key_end >= stop:  # a key with no room for its value's type
             raise _NotOurs
-        key = buffer[at + 1 : key_end].decode()
+        key = buffer[at + 1 : key_end].decode(errors="replace")
         table[key], at = _value(buffer, key_end, stop)
     return table, stop
 

@@ -36,7 +36,7 @@ from pamqp.exceptions import PAMQPException
 from pamqp.header import ContentHeader
 from pamqp.heartbeat import Heartbeat
 
-from app.messaging.frame_decoding import FRAME_HEADER, decode_frame
+from app.messaging.frame_decoding import FRAME_HEADER, bare_header, decode_frame
 
 log = logging.getLogger("remit.consumer")
 
@@ -166,7 +166,14 @@ class BufferedFrameReceiver(aiormq.connection.FrameReceiver):
         try:
             return pamqp.frame.unmarshal(frame)
         except PAMQPException as e:
-            raise InvalidFrameError(str(e)) from e
+            # A publisher's properties nobody can read (a timestamp past year 9999, text that is not UTF-8
+            # beside a type only pamqp reads) must not close the connection for every delivery on it: the
+            # delivery comes without properties, and the consumer refuses it (no user_id) with a reason.
+            bare = bare_header(self._buffer, at)
+            if bare is None:
+                raise InvalidFrameError(str(e)) from e
+            log.warning("a delivery's AMQP properties could not be read (%s): it is handed on without them", e)
+            return bare
 
     async def _read_more(self) -> None:
         pending = self._buffer[self._at :]

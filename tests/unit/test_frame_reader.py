@@ -2,6 +2,7 @@
 
 import asyncio
 import itertools
+import struct
 from collections.abc import Sequence
 
 import pamqp.body
@@ -149,3 +150,20 @@ def test_a_malformed_stream_fails_as_aiormq_says(stream: bytes, error: str) -> N
 
     assert ours == stock
     assert ours[-1] == error
+
+
+def test_a_content_header_nobody_can_read_comes_without_its_properties_instead_of_closing_the_connection() -> None:
+    """A publisher's timestamp past year 9999: pamqp fails on it, and aiormq's receiver with it, which would close
+    the consumer's connection at every redelivery. Ours hands the delivery on without properties."""
+    flags = spec.Basic.Properties.flags["timestamp"]
+    payload = struct.pack(">HHQHQ", 60, 0, 2, flags, 2**64 - 1)
+    header = struct.pack(">BHI", 2, 1, len(payload)) + payload + b"\xce"
+    body = pamqp.frame.marshal(pamqp.body.ContentBody(b"{}"), 1)
+
+    stock, ours = _both(header + body, [])
+
+    assert stock == ["InvalidFrameError"]
+    assert [item[2] for item in ours if isinstance(item, tuple)] == ["ContentHeader", "ContentBody"]
+    bare = pamqp.frame.unmarshal(ours[0][3])[2]  # type: ignore[index]
+    assert isinstance(bare, pamqp.header.ContentHeader)
+    assert (bare.body_size, bare.properties.timestamp, bare.properties.user_id) == (2, None, None)
