@@ -17,7 +17,7 @@ from typing import Any
 import aiormq
 import pamqp.encode
 import pytest
-from aio_pika.abc import AbstractChannel, AbstractIncomingMessage
+from aio_pika.abc import AbstractChannel
 from pamqp import commands as spec
 
 from app.messaging import headers
@@ -26,7 +26,7 @@ from app.storage.unit_of_work import UnitOfWorkFactory
 from tests.utils.factories import make_wire_dict, to_wire_bytes
 from tests.utils.services import ServiceProcess, eventually
 from tests.utils.tenant_users import TenantPublisher, TenantUsers
-from tests.utils.world import fresh_tenant, ledger_count
+from tests.utils.world import dead_letters, fresh_tenant, ledger_count
 
 pytestmark = pytest.mark.integration
 
@@ -97,16 +97,7 @@ async def test_unreadable_properties_neither_stall_the_consumer_nor_lose_the_mes
         return all([await ledger_count(uow_factory, w["message_id"]) == 1 for w in (bad_text, victims)])
 
     await eventually(booked)  # the text nobody uses does not matter: the payment is the body's
-    dead_letters = await channel.get_queue(settings.dead_letter_queue)
-    dead: list[AbstractIncomingMessage] = []
-
-    async def dead_lettered() -> bool:
-        if (message := await dead_letters.get(no_ack=True, fail=False)) is not None:
-            dead.append(message)
-        return bool(dead)
-
-    await eventually(dead_lettered)
-    [refused] = dead
+    [refused] = await dead_letters(channel, settings, 1)
     assert refused.body == to_wire_bytes(bad_stamp)
     assert refused.headers[headers.REASON] == "invalid", "refused by remit (it came without properties), not the broker"
     assert "content_type" in str(refused.headers[headers.ERROR_MESSAGE])
