@@ -54,6 +54,7 @@ from app.publisher.fair_selection import QueueDepths
 from app.publisher.relay import OutboxRelay
 from app.resources import Broker, Database, open_broker, open_core_client, open_database
 from app.settings import Settings
+from app.startup_heap import freeze_startup_heap
 from app.storage.unit_of_work import UnitOfWorkFactory
 from app.tenancy.admin import TenantAdmin, TenantDefaults
 from app.tenancy.directory import TenantDirectory
@@ -259,6 +260,7 @@ async def running_consumer(settings: Settings, ports: Ports) -> AsyncIterator[Ru
             core.breaker.subscribe(pools.follow_breaker)
             core.breaker.subscribe(breaker_metrics(metrics))
         try:
+            freeze_startup_heap()  # everything the service needs exists now; the first delivery comes next
             await pools.sync(database.uow)  # before the first delivery: a pool an admin stopped stays stopped
             queues = queue_watch(settings, ports)
             background = [
