@@ -40,7 +40,6 @@ from app.deadletters.retention import RetentionPolicy
 from app.deadletters.store import DeadLetterArchive
 from app.messaging.broker_peek import BrokerPeek
 from app.messaging.connection import login_of, vhost_of
-from app.messaging.frame_reader import install as install_frame_reader
 from app.messaging.management import Management
 from app.messaging.reconnect import BackingOffRabbitBroker
 from app.messaging.topology import Topology
@@ -218,7 +217,6 @@ class RunningConsumer:
 async def running_consumer(settings: Settings, ports: Ports) -> AsyncIterator[RunningConsumer]:
     """The consumer, consuming; on exit the workers settle what they hold (ack after commit, bounded in time),
     then the committer, the connection and the engines stop, in that order."""
-    install_frame_reader()  # before its connection opens: the deliveries' frames read in chunks
     metrics = ports.metrics or Metrics()
     # Each flush in flight holds a connection per tenant in it: the pool grows with the flushes (10 at 1-5).
     pool_size = max(10, 2 * settings.commit_flushes_in_use())

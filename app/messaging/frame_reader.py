@@ -186,6 +186,11 @@ class BufferedFrameReceiver(aiormq.connection.FrameReceiver):
         self._buffer, self._at = pending + chunk, 0
 
 
+AIORMQ_RECEIVER = aiormq.connection.FrameReceiver  # aiormq's own, whatever is installed later
+
+
 def install() -> None:
-    """From now on, every aiormq connection this process opens reads its frames with BufferedFrameReceiver."""
-    aiormq.connection.FrameReceiver = BufferedFrameReceiver  # type: ignore[misc]
+    """From now on, every aiormq connection this process opens reads its frames with BufferedFrameReceiver, unless
+    another receiver than aiormq's own was put in its place (a test's)."""
+    if aiormq.connection.FrameReceiver is AIORMQ_RECEIVER:
+        aiormq.connection.FrameReceiver = BufferedFrameReceiver  # type: ignore[misc]

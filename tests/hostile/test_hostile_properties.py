@@ -6,12 +6,14 @@ connection closes: every delivery on it, every tenant's, goes back to the queue,
 and closes it again, up to the queue's delivery limit. remit reads such text with U+FFFD in place of the bad
 bytes (it never uses those properties), and a content header nobody can read arrives without its properties, so
 the consumer refuses that message with a reason (no content type, no user_id) instead of losing its connection
-(app/messaging/frame_decoding.py, app/messaging/frame_reader.py).
+(app/messaging/frame_decoding.py, app/messaging/frame_reader.py). Every remit connection reads that way, the
+archiver's too, which receives the same properties when the broker dead-letters such a message.
 """
 
 import contextlib
 import struct
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import aiormq
@@ -23,8 +25,9 @@ from pamqp import commands as spec
 from app.messaging import headers
 from app.settings import Settings
 from app.storage.unit_of_work import UnitOfWorkFactory
+from tests.utils.dead_letters import start_archiver, wait_for_dead_letters
 from tests.utils.factories import make_wire_dict, to_wire_bytes
-from tests.utils.services import ServiceProcess, eventually
+from tests.utils.services import ServiceEnv, ServiceProcess, eventually
 from tests.utils.tenant_users import TenantPublisher, TenantUsers
 from tests.utils.world import dead_letters, fresh_tenant, ledger_count
 
@@ -105,3 +108,21 @@ async def test_unreadable_properties_neither_stall_the_consumer_nor_lose_the_mes
     log = consumer.log_path.read_text()
     assert log.count("AMQP properties could not be read") == 1, "read once: never redelivered after a closed connection"
     assert "InvalidFrameError" not in log
+
+
+async def test_one_that_expires_unread_is_archived_under_its_publisher(
+    uow_factory: UnitOfWorkFactory, service_env: ServiceEnv, logs_dir: Path, tenant_users: TenantUsers
+) -> None:
+    """No consumer runs: the broker expires the message into the dead-letter exchange, and the archiver receives
+    the same properties. It files the dead letter under the tenant that published it."""
+    attacker = await fresh_tenant(uow_factory)
+    wire = make_wire_dict(tenant_id=attacker)
+    archiver = start_archiver(service_env.env(), logs_dir / "archiver.log")
+    try:
+        await _publish_raw(tenant_users.publisher(attacker), wire, correlation_id=NOT_UTF8, expiration="1")
+        [row] = await wait_for_dead_letters(uow_factory, attacker, 1)
+    finally:
+        archiver.stop()
+
+    assert (str(row.message_id), row.reason, row.body) == (wire["message_id"], "expired", to_wire_bytes(wire))
+    assert "InvalidFrameError" not in archiver.log_path.read_text()

@@ -10,6 +10,7 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from uuid import uuid4
 
+import aio_pika
 import aiormq.connection
 import pytest
 from aio_pika import Message
@@ -19,7 +20,7 @@ from aiormq.abc import DeliveredMessage
 from app.consumer.delivery import BodyLimits, Delivery
 from app.consumer.worker import QueueWorkers
 from app.messaging.connection import connect
-from app.messaging.frame_reader import BufferedFrameReceiver
+from app.messaging.frame_reader import AIORMQ_RECEIVER
 from app.settings import Settings
 from tests.chaos.faults import close_vhost_connections
 from tests.integration.conftest import Counted
@@ -30,7 +31,6 @@ pytestmark = pytest.mark.integration
 BODIES = BodyLimits(cap=4_000_000, prefix=4096, pool_bytes=256 * 1024 * 1024)
 QUORUM = {"x-queue-type": "quorum"}
 FRAME_MAX = 131_072  # RabbitMQ's default: a body above it comes in several frames
-AIORMQ_RECEIVER = BufferedFrameReceiver.__bases__[0]  # aiormq's own, even after install() replaced its name
 
 
 class Processed:
@@ -63,9 +63,13 @@ async def path(
     request: pytest.FixtureRequest, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[tuple[str, AbstractRobustConnection]]:
     """A connection reading with remit's receiver (deliveries come direct) or with aiormq's (inline)."""
-    monkeypatch.setattr(aiormq.connection, "FrameReceiver", Counted if request.param == "direct" else AIORMQ_RECEIVER)
     Counted.made.clear()
-    connection = await connect(settings.amqp_url, f"remit-tests-{request.param}")
+    if request.param == "direct":
+        monkeypatch.setattr(aiormq.connection, "FrameReceiver", Counted)
+        connection = await connect(settings.amqp_url, "remit-tests-direct")
+    else:  # not remit's connection class, which would install remit's receiver
+        monkeypatch.setattr(aiormq.connection, "FrameReceiver", AIORMQ_RECEIVER)
+        connection = await aio_pika.connect_robust(settings.amqp_url)
     yield request.param, connection
     await connection.close()
 
