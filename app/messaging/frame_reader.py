@@ -38,7 +38,7 @@ from pamqp.heartbeat import Heartbeat
 
 from app.messaging.frame_decoding import FRAME_HEADER, bare_header, decode_frame
 
-log = logging.getLogger("remit.consumer")
+log = logging.getLogger("remit.amqp")  # every remit connection reads with this receiver
 
 CHUNK = 256 * 1024
 PROTOCOL_HEADER = b"AMQP"
@@ -168,7 +168,7 @@ class BufferedFrameReceiver(aiormq.connection.FrameReceiver):
         except PAMQPException as e:
             # A publisher's properties nobody can read (a timestamp past year 9999, text that is not UTF-8
             # beside a type only pamqp reads) must not close the connection for every delivery on it: the
-            # delivery comes without properties, and the consumer refuses it (no user_id) with a reason.
+            # delivery comes without properties, and the consumer refuses it with a reason (no content type).
             bare = bare_header(self._buffer, at)
             if bare is None:
                 raise InvalidFrameError(str(e)) from e

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from pamqp.header import ContentHeader
 
 from app.messaging.frame_reader import BufferedFrameReceiver, deliver_direct, forget
-from tests.unit.test_frame_reader import _read_all, deliveries, others
+from tests.utils.amqp_frames import deliveries, others, read_all
 
 CHANNEL, TAG = 5, "remit:payments.work.enterprise:0123abcd"
 Seen = tuple[int, bytes, bytes, bytes]  # channel number, its Deliver frame, its header frame, the whole body
@@ -106,9 +106,9 @@ def test_the_consumer_gets_its_deliveries_whole_and_in_order_and_aiormq_the_rest
     stream = b"".join(parts)
     cuts = data.draw(st.lists(st.integers(0, len(stream)), max_size=20))
 
-    stock = asyncio.run(_read_all(FrameReceiver, stream, cuts, True))
+    stock = asyncio.run(read_all(FrameReceiver, stream, cuts, True))
     with registered() as received:
-        passed_on = asyncio.run(_read_all(BufferedFrameReceiver, stream, cuts, True))
+        passed_on = asyncio.run(read_all(BufferedFrameReceiver, stream, cuts, True))
 
     expected_rest, expected_taken = _split(stock)
     assert received.seen == expected_taken
@@ -122,7 +122,7 @@ def test_after_handing_deliveries_over_the_receiver_yields_a_heartbeat_before_it
     """aiormq closes a connection that sent it no frame for three heartbeats: a stream of nothing but the
     consumer's deliveries must still count as frames."""
     with registered() as received:
-        passed_on = asyncio.run(_read_all(BufferedFrameReceiver, b"".join(parts), [], False))
+        passed_on = asyncio.run(read_all(BufferedFrameReceiver, b"".join(parts), [], False))
 
     assert [item[2] for item in passed_on[:-1] if isinstance(item, tuple)] == ["Heartbeat"]
     assert passed_on[-1] == "TimeoutError"  # then it waits for bytes
@@ -141,7 +141,7 @@ def test_a_body_over_several_frames_arrives_whole_and_the_next_frame_goes_on() -
         ]
     )
     with registered() as received:
-        passed_on = asyncio.run(_read_all(BufferedFrameReceiver, stream, [100, 1500, 2100], True))
+        passed_on = asyncio.run(read_all(BufferedFrameReceiver, stream, [100, 1500, 2100], True))
 
     assert [seen[3] for seen in received.seen] == [body]
     assert [item[2] for item in _not_heartbeats(passed_on) if isinstance(item, tuple)] == ["Ack"]
@@ -151,7 +151,7 @@ def test_once_forgotten_the_consumers_deliveries_go_to_aiormq() -> None:
     stream = find(ours, lambda _: True)
     with registered() as received:
         forget(TAG)
-        passed_on = asyncio.run(_read_all(BufferedFrameReceiver, stream, [], True))
+        passed_on = asyncio.run(read_all(BufferedFrameReceiver, stream, [], True))
 
     assert received.seen == []
     assert _first_frame(passed_on) == "Deliver"
@@ -160,7 +160,7 @@ def test_once_forgotten_the_consumers_deliveries_go_to_aiormq() -> None:
 def test_a_registered_tag_on_another_channel_is_not_the_consumers() -> None:
     stream = find(deliveries(channel=CHANNEL + 1, consumer_tag=TAG), lambda _: True)
     with registered() as received:
-        passed_on = asyncio.run(_read_all(BufferedFrameReceiver, stream, [], True))
+        passed_on = asyncio.run(read_all(BufferedFrameReceiver, stream, [], True))
 
     assert received.seen == []
     assert _first_frame(passed_on) == "Deliver"
@@ -178,7 +178,7 @@ def test_another_frame_inside_a_delivery_is_an_invalid_frame() -> None:
     )
 
     with registered() as received:
-        passed_on = asyncio.run(_read_all(BufferedFrameReceiver, stream, [], True))
+        passed_on = asyncio.run(read_all(BufferedFrameReceiver, stream, [], True))
 
     assert passed_on[-1] == "InvalidFrameError"
     assert received.seen == []
@@ -199,8 +199,8 @@ def test_a_consumer_that_fails_is_logged_and_the_next_delivery_still_arrives(cap
         frames.append(_marshal(pamqp.body.ContentBody(b"{}"), CHANNEL))
     deliver_direct(FakeChannel(CHANNEL), TAG, receive)
     try:
-        with caplog.at_level(logging.ERROR, logger="remit.consumer"):
-            passed_on = asyncio.run(_read_all(BufferedFrameReceiver, b"".join(frames), [], True))
+        with caplog.at_level(logging.ERROR, logger="remit.amqp"):
+            passed_on = asyncio.run(read_all(BufferedFrameReceiver, b"".join(frames), [], True))
     finally:
         forget(TAG)
 
