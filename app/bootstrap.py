@@ -47,6 +47,7 @@ from app.observability import queue_gauges
 from app.observability.live_queues import QueueWatch
 from app.observability.metrics import Metrics, ObserveCore, ignore_core
 from app.observability.pauses import watch_pauses
+from app.observability.shared_snapshot import SharedSnapshot, private_directory
 from app.observability.store_gauges import refresh_forever
 from app.payment_rules import PaymentRules
 from app.publisher.fair_selection import QueueDepths
@@ -64,6 +65,7 @@ log = logging.getLogger("remit.bootstrap")
 Hook = Callable[[], None]
 CONSUMER_GRACEFUL_SECONDS = 30.0  # FastStream's graceful timeout and the longest the pools may take to settle
 POOL_SYNC_SECONDS = 2.0
+BACKGROUND_NICENESS = 19  # the lowest priority: a gauge's peek waits while payments need the CPU
 ARCHIVER_PREFETCH = 32  # enough deliveries in flight to keep a few connections busy; dead letters are rare
 
 
@@ -89,11 +91,12 @@ def management_api(settings: Settings, ports: Ports) -> Management:
     return ports.management or Management(settings.rabbitmq_management_url)
 
 
-def queue_watch(settings: Settings, ports: Ports) -> QueueWatch:
-    """What the live-queue views read: the management API, the broker's own peek, the topology."""
+def queue_watch(settings: Settings, ports: Ports, background: bool = False) -> QueueWatch:
+    """What the live-queue views read: the management API, the broker's own peek, the topology. `background`:
+    for a chore beside payments (the consumer's gauges), so the peek's CLI runs at the lowest CPU priority."""
     return QueueWatch(
         management_api(settings, ports),
-        BrokerPeek(settings.rabbitmq_queues_command),
+        BrokerPeek(settings.rabbitmq_queues_command, niceness=BACKGROUND_NICENESS if background else 0),
         Topology.from_settings(settings),
         vhost_of(settings.amqp_url),
     )
@@ -260,11 +263,16 @@ async def running_consumer(settings: Settings, ports: Ports) -> AsyncIterator[Ru
         try:
             freeze_startup_heap()  # everything the service needs exists now; the first delivery comes next
             await pools.sync(database.uow)  # before the first delivery: a pool an admin stopped stays stopped
-            queues = queue_watch(settings, ports)
+            queues = queue_watch(settings, ports, background=True)
+            # One process of the deployment on this host refreshes the queue gauges at a time; the others show
+            # its snapshot (--workers N would otherwise start N broker CLIs per queue at once).
+            shared = SharedSnapshot(
+                f"{settings.amqp_url} {settings.database_url}", settings.queue_metrics_seconds, private_directory()
+            )
             background = [
                 asyncio.create_task(refresh_forever(database.uow, metrics), name="store-gauges"),
                 asyncio.create_task(
-                    queue_gauges.refresh_forever(queues, database.uow, metrics, settings.queue_metrics_seconds),
+                    queue_gauges.refresh_forever(queues, database.uow, metrics, settings.queue_metrics_seconds, shared),
                     name="queue-gauges",
                 ),
                 asyncio.create_task(pools.run_forever(database.uow, POOL_SYNC_SECONDS), name="pool-sync"),

@@ -175,10 +175,21 @@ async def purge(env: BenchEnv, queue: str) -> None:
         await connection.close()
 
 
+async def renew_queue(env: BenchEnv, topology: Topology) -> None:
+    """Delete the work queue and declare remit's topology again: a drain then reads a new quorum queue, whatever
+    the drains before it left in the old one's log (docs/benchmarks.md, "Consumer, 2 processes")."""
+    connection = await aio_pika.connect(env.amqp_url)
+    try:
+        await (await connection.channel()).queue_delete(work_queue(topology))
+    finally:
+        await connection.close()
+    await declare(env)
+
+
 async def truncate_effects(env: BenchEnv) -> None:
     conn = await asyncpg.connect(env.dsn)
     try:
-        await conn.execute("TRUNCATE processed_messages, ledger, delivery_attempts")
+        await conn.execute("TRUNCATE processed_messages, ledger, delivery_attempts RESTART IDENTITY")
     finally:
         await conn.close()
 

@@ -11,8 +11,11 @@ same ~480-byte payment bodies with remit's AMQP properties):
   remit   the real service, `python -m faststream run app.main:app` (group commit), as its own process
 
 Each round pre-fills N messages, starts the subject, and times the drain from the first processed
-message to the N-th (raw: acked; naive and remit: rows in `ledger`). Rounds are interleaved and the
-medians and ratios are printed and written to the `## Consumer` section of docs/benchmarks.md.
+message to the N-th (raw: delivered, by its own clock; naive and remit: booked, by the ledger's `booked_at`,
+each transaction's start in PostgreSQL's clock, so the bench's polling costs the database nothing), every
+subject started --settle seconds after its pre-fill, each drain on a new work queue (--queue new: deleted and
+declared again, so no drain reads what the ones before it left in the queue's log). Rounds are interleaved
+and the medians and ratios are printed and written to the `## Consumer` section of docs/benchmarks.md.
 
 Tune remit with REMIT_PREFETCH / REMIT_COMMIT_BATCH_MAX (or --prefetch / --commit-batch-max).
 """
@@ -40,6 +43,9 @@ from app.messaging.frame_reader import install as install_frame_reader
 
 LOGS = Path("/tmp/remit-bench-logs")
 LOGS.mkdir(exist_ok=True)
+# Each drain's window in epoch seconds (first message, last message, messages), appended to LOGS/drains.txt with its
+# subject and round: other tools (a /proc CPU sampler, say) can then attribute what they saw to one drain.
+_windows: list[tuple[float, float, int]] = []
 
 
 @dataclass
@@ -107,6 +113,7 @@ async def drain_raw(env: r.BenchEnv, queue: str, n: int, processes: int, buffere
         for child in children:
             child.join(timeout=30)
     first: float = min(f for f in firsts if f > 0)
+    _windows.append((first, end, n - 1))
     return (n - 1) / (end - first)
 
 
@@ -144,25 +151,23 @@ async def drain_process(
         )
     conn = await asyncpg.connect(env.dsn)
     try:
-        t0 = 0.0
-        c0 = 0
         last_change = time.monotonic()
         last = -1
         while True:
-            count = int(await conn.fetchval("SELECT count(*) FROM ledger"))
-            now = time.perf_counter()
-            if count and not t0:
-                t0, c0 = now, count
-            if count >= n:
-                return (n - c0) / (now - t0) if now > t0 else float("nan"), proc.pid
-            if count != last:
-                last, last_change = count, time.monotonic()
+            # The highest transfer_id, an index probe: a count(*) here scanned the growing ledger twenty times a
+            # second, CPU taken from the database that the drain shares the cores with. The ids restart at 1
+            # each round (r.truncate_effects) and only gaps (rolled-back inserts) make one higher than the count.
+            highest = int(await conn.fetchval("SELECT coalesce(max(transfer_id), 0) FROM ledger"))
+            if highest >= n and int(await conn.fetchval("SELECT count(*) FROM ledger")) >= n:
+                return await _booked_rate(conn), proc.pid
+            if highest != last:
+                last, last_change = highest, time.monotonic()
             if proc.poll() is not None:
                 raise RuntimeError(f"{name} exited with {proc.returncode}; see {log.name}")
             if time.monotonic() - last_change > stall_seconds:
                 dead = await conn.fetchval("SELECT count(*) FROM delivery_attempts")
-                raise RuntimeError(f"{name} stalled at {count}/{n} (delivery_attempts={dead}); see {log.name}")
-            await asyncio.sleep(0.05)
+                raise RuntimeError(f"{name} stalled at {highest}/{n} (delivery_attempts={dead}); see {log.name}")
+            await asyncio.sleep(0.1)
     finally:
         await conn.close()
         if spy is not None:
@@ -176,6 +181,17 @@ async def drain_process(
                 proc.kill()
                 proc.wait()
         log.close()
+
+
+async def _booked_rate(conn: asyncpg.Connection) -> float:
+    """The drain's rate from the ledger's own clock: `booked_at` is each transaction's start, so the rows after
+    the first transaction's, over the time from its start to the last one's. Exact to the transaction, and no
+    polling interval in the measurement (raw's clock is its own deliveries)."""
+    first, last, total = await conn.fetchrow("SELECT min(booked_at), max(booked_at), count(*) FROM ledger")
+    at_first = int(await conn.fetchval("SELECT count(*) FROM ledger WHERE booked_at = $1", first))
+    seconds = (last - first).total_seconds()
+    _windows.append((first.timestamp(), last.timestamp(), int(total) - at_first))
+    return (int(total) - at_first) / seconds if seconds > 0 else float("nan")
 
 
 NAIVE = [sys.executable, "-m", "faststream", "run", "naive_consumer:app", "--app-dir", str(r.ROOT / "bench")]
@@ -194,8 +210,15 @@ async def bench(args: argparse.Namespace) -> Results:
                 for subject in subjects:
                     task = bar.add_task(f"round {round_no} {subject}: pre-fill", total=len(payments))
                     await r.truncate_effects(env)
-                    await r.purge(env, r.work_queue(topology))
+                    if args.queue == "new":
+                        await r.renew_queue(env, topology)
+                    else:
+                        await r.purge(env, r.work_queue(topology))
                     await r.confirmed_publish(env.amqp_url, payments, on_progress=partial(bar.advance, task))
+                    # The same settled queue for every subject: without this wait remit's drain began about
+                    # 3 s after the pre-fill (its start-up) and raw's about 1.3 s, on a queue the broker
+                    # serves at a different cost (docs/benchmarks.md, "Consumer, 2 processes").
+                    await asyncio.sleep(args.settle)
                     bar.update(task, description=f"round {round_no} {subject}: drain")
                     if subject in ("raw", "raw_buffered"):
                         rate = await drain_raw(
@@ -213,6 +236,8 @@ async def bench(args: argparse.Namespace) -> Results:
                             profile=args.profile,
                         )
                     getattr(results, subject).append(rate)
+                    with (LOGS / "drains.txt").open("a") as drains:
+                        print(subject, round_no, *_windows[-1], file=drains)
                     bar.update(task, description=f"round {round_no} {subject}: {rate:,.0f} msg/s")
     return results
 
@@ -237,10 +262,12 @@ def report(args: argparse.Namespace, res: Results, machine: str) -> str:
     return f"""{machine}
 
 `.venv/bin/python bench/consumer_bench.py --messages {args.messages} --runs {args.runs} --prefetch {args.prefetch} \
---commit-batch-max {args.commit_batch_max} --processes {args.processes}`: {args.messages:,} messages \
-pre-filled per round into remit's quorum
-work queue (`payments.work.enterprise`, {body_size}-byte payment JSON, remit AMQP properties, persistent), drained by
-each subject in turn; rounds interleaved; drain timed from the first processed message to the last.
+--commit-batch-max {args.commit_batch_max} --processes {args.processes} --settle {args.settle:g} \
+--queue {args.queue}`: {args.messages:,} messages pre-filled per round into remit's quorum
+work queue (`payments.work.enterprise`, {body_size}-byte payment JSON, remit AMQP properties, persistent; \
+{"a new queue for every drain" if args.queue == "new" else "one queue, purged between drains"}), drained by
+each subject in turn, each started {args.settle:g} s after its pre-fill; rounds interleaved; drain timed from the first
+processed message to the last (raw: its deliveries' clock; naive and remit: the ledger's `booked_at`).
 
 | subject | what | runs (msg/s) | median msg/s |
 |---|---|---|---|
@@ -274,6 +301,15 @@ def main() -> None:
     parser.add_argument("--commit-batch-max", type=int, default=int(os.environ.get("REMIT_COMMIT_BATCH_MAX", "256")))
     parser.add_argument("--naive-prefetch", type=int, default=64)
     parser.add_argument("--processes", type=int, default=1, help="consumer processes (faststream run --workers)")
+    parser.add_argument(
+        "--settle", type=float, default=5.0, help="seconds between a pre-fill and its drain's start, every subject"
+    )
+    parser.add_argument(
+        "--queue",
+        choices=["new", "purged"],
+        default="new",
+        help="each drain on a new work queue (default) or on the one queue purged between drains",
+    )
     parser.add_argument("--skip", nargs="*", default=[], choices=["raw", "raw_buffered", "naive", "remit"])
     parser.add_argument("--profile", action="store_true", help="py-spy the remit consumer (raw stacks to /tmp)")
     parser.add_argument("--keep", action="store_true", help="keep the database and vhost afterwards")

@@ -61,8 +61,11 @@ class PeekedMessage:
 
 
 class BrokerPeek:
-    def __init__(self, command: Sequence[str]) -> None:
+    def __init__(self, command: Sequence[str], niceness: int = 0) -> None:
+        """`niceness` > 0: the CLI runs under `nice` at that niceness (where `nice` exists), so a peek made in
+        the background waits while the processes beside it need the CPU."""
         self._command = list(command)
+        self._nice = ["nice", "-n", str(niceness)] if niceness > 0 and shutil.which("nice") else []
 
     @property
     def available(self) -> bool:
@@ -88,7 +91,7 @@ class BrokerPeek:
 
     async def _run(self, args: list[str]) -> tuple[str, str, int]:
         process = await asyncio.create_subprocess_exec(
-            *self._command, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+            *self._nice, *self._command, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
         )
         try:
             out, err = await asyncio.wait_for(process.communicate(), CALL_TIMEOUT_SECONDS)

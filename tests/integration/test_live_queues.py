@@ -4,6 +4,7 @@ enforces it; a tenant's view holds its own queues and count only; and the same f
 
 import asyncio
 import contextlib
+import itertools
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -192,3 +193,69 @@ async def test_metrics_have_the_queue_and_in_flight_gauges(
     assert sample(text, "remit_queue_publish_rate", queue="payments.retry.200ms", kind="retry") is not None
     assert sample(text, "remit_tenant_in_flight", tenant=tenant) == 4
     assert sample(text, "remit_tenant_in_flight_limit", tenant=tenant) == 100_000
+
+
+@pytest.fixture
+def two_consumers_counting_peeks(
+    service_env: ServiceEnv, logs_dir: Path, tmp_path: Path
+) -> Iterator[tuple[list[ServiceProcess], Path]]:
+    """Two consumer processes of one deployment (the same vhost and database: `--workers 2` on one host), their
+    gauges refreshed every second, each broker peek they run logged with its start, end and niceness."""
+    require_broker_cli()
+    calls = tmp_path / "peeks.log"
+    cli = tmp_path / "rabbitmq-queues"
+    cli.write_text(
+        "#!/bin/bash\n"
+        f'echo "$$ start $(date +%s.%N) $(nice)" >> {calls}\n'
+        'rabbitmq-queues "$@"; rc=$?\n'
+        f'echo "$$ end $(date +%s.%N)" >> {calls}\n'
+        "exit $rc\n"
+    )
+    cli.chmod(0o700)
+    env = service_env.env(REMIT_QUEUE_METRICS_SECONDS="1", REMIT_RABBITMQ_QUEUES_COMMAND=f'["{cli}"]')
+    processes = [ServiceProcess.consumer(env, logs_dir / f"consumer-{n}.log") for n in (1, 2)]
+    yield processes, calls
+    for process in processes:
+        process.stop()
+
+
+def peeks(log: Path) -> list[tuple[float, float, int]]:
+    """(start, end, niceness) of every finished peek."""
+    starts: dict[str, tuple[float, int]] = {}
+    finished = []
+    for line in log.read_text().splitlines() if log.exists() else []:
+        pid, what, at, *niceness = line.split()
+        if what == "start":
+            starts[pid] = (float(at), int(niceness[0]))
+        elif pid in starts:
+            start, nice = starts.pop(pid)
+            finished.append((start, float(at), nice))
+    return sorted(finished)
+
+
+async def test_the_processes_of_one_deployment_peek_one_at_a_time_at_low_priority_and_all_show_the_figures(
+    two_consumers_counting_peeks: tuple[list[ServiceProcess], Path], settings: Settings, uow_factory: UnitOfWorkFactory
+) -> None:
+    processes, calls = two_consumers_counting_peeks
+    for process in processes:
+        await process.ready()
+    tenant = await fresh_tenant(uow_factory)
+    dead = [to_wire_bytes(make_wire_dict(tenant_id=tenant)) for _ in range(2)]
+    await publish_paced(settings.amqp_url, "payments.dlx", "", dead, 50, datetime.now(UTC) - timedelta(seconds=60))
+
+    async def every_process_shows_them() -> bool:
+        async with httpx.AsyncClient() as client:
+            pages = [(await client.get(f"http://127.0.0.1:{p.port}/metrics")).text for p in processes]
+        ages = [
+            sample(page, "remit_queue_oldest_message_age_seconds", queue="payments.dlq", kind="dead-letter")
+            for page in pages
+        ]
+        return all(age is not None and age >= 60 for age in ages)
+
+    await eventually(every_process_shows_them, timeout=60, poll=0.5)
+    await asyncio.sleep(6)  # several intervals in which both processes refresh
+    done = peeks(calls)
+    assert len(done) >= 3
+    assert {nice for _, _, nice in done} == {19}
+    for (_, end, _), (next_start, _, _) in itertools.pairwise(done):
+        assert end <= next_start, "two peeks ran at once: each process refreshed for itself"

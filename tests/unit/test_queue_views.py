@@ -2,7 +2,10 @@
 broker's peek prints, and masking a body cut at 64 bytes."""
 
 import asyncio
+import os
+import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -110,3 +113,19 @@ def test_peek_without_the_brokers_cli_says_how_to_get_it() -> None:
     with pytest.raises(ServiceUnavailable, match="REMIT_RABBITMQ_QUEUES_COMMAND"):
         asyncio.run(BrokerPeek(["no-such-rabbitmq-queues"]).at("/", "payments.work.basic", 1))
     assert not BrokerPeek([]).available
+
+
+@pytest.mark.parametrize(("niceness", "runs_at"), [(0, 0), (19, 19)])
+def test_a_peek_in_the_background_runs_its_cli_at_the_lowest_priority(
+    tmp_path: Path, niceness: int, runs_at: int
+) -> None:
+    cli = tmp_path / "rabbitmq-queues"
+    seen = tmp_path / "niceness"
+    cli.write_text(
+        f"#!{sys.executable}\nimport os, sys\nopen({str(seen)!r}, 'w').write(str(os.nice(0)))\n"
+        'print(\'{"message": "the queue does not have a message at that position"}\', file=sys.stderr)\n'
+        "sys.exit(1)\n"
+    )
+    cli.chmod(0o700)
+    assert asyncio.run(BrokerPeek([str(cli)], niceness=niceness).at("/", "payments.work.basic", 1)) is None
+    assert int(seen.read_text()) == os.nice(0) + runs_at
