@@ -44,7 +44,7 @@ from app.messaging.management import Management
 from app.messaging.reconnect import BackingOffRabbitBroker
 from app.messaging.topology import Topology
 from app.observability import queue_gauges
-from app.observability.live_queues import QueueWatch
+from app.observability.live_queues import QueueWatch, nothing_taken
 from app.observability.metrics import Metrics, ObserveCore, ignore_core
 from app.observability.pauses import watch_pauses
 from app.observability.shared_snapshot import SharedSnapshot, private_directory
@@ -91,14 +91,16 @@ def management_api(settings: Settings, ports: Ports) -> Management:
     return ports.management or Management(settings.rabbitmq_management_url)
 
 
-def queue_watch(settings: Settings, ports: Ports, background: bool = False) -> QueueWatch:
-    """What the live-queue views read: the management API, the broker's own peek, the topology. `background`:
-    for a chore beside payments (the consumer's gauges), so the peek's CLI runs at the lowest CPU priority."""
+def queue_watch(settings: Settings, ports: Ports, pools: PoolManager | None = None) -> QueueWatch:
+    """What the live-queue views read: the management API, the broker's own peek, the topology. With `pools`
+    (the consumer's gauges, a chore beside payments): a queue they take messages from needs no peek, and the
+    peek's CLI runs at the lowest CPU priority."""
     return QueueWatch(
         management_api(settings, ports),
-        BrokerPeek(settings.rabbitmq_queues_command, niceness=BACKGROUND_NICENESS if background else 0),
+        BrokerPeek(settings.rabbitmq_queues_command, niceness=0 if pools is None else BACKGROUND_NICENESS),
         Topology.from_settings(settings),
         vhost_of(settings.amqp_url),
+        nothing_taken if pools is None else pools.newest_taken,
     )
 
 
@@ -263,7 +265,7 @@ async def running_consumer(settings: Settings, ports: Ports) -> AsyncIterator[Ru
         try:
             freeze_startup_heap()  # everything the service needs exists now; the first delivery comes next
             await pools.sync(database.uow)  # before the first delivery: a pool an admin stopped stays stopped
-            queues = queue_watch(settings, ports, background=True)
+            queues = queue_watch(settings, ports, pools)
             # One process of the deployment on this host refreshes the queue gauges at a time; the others show
             # its snapshot (--workers N would otherwise start N broker CLIs per queue at once).
             shared = SharedSnapshot(

@@ -22,6 +22,7 @@ from app.consumer.delivery import BodyLimits, Trusts, trusts_nobody
 from app.consumer.worker import ProcessBatch, QueueWorkers
 from app.messaging.queues import ready_count
 from app.messaging.topology import TIERS, Topology
+from app.observability.live_queues import Taken
 from app.observability.metrics import ObserveStage, ignore_stage
 from app.storage.ports.worker_pools import RUNNING, Heartbeat
 from app.storage.unit_of_work import UnitOfWorkFactory
@@ -163,6 +164,13 @@ class PoolManager:
 
     def any_running(self) -> bool:
         return any(p.running for p in self.pools.values())
+
+    def newest_taken(self, queue: str) -> Taken | None:
+        """The newest message this process's pool on `queue` took (None: no pool on it, or nothing taken yet)."""
+        for pool in self.pools.values():
+            if pool.queue == queue:
+                return pool.workers.newest
+        return None
 
     async def stop_all(self) -> None:
         await asyncio.gather(*(p.stop() for p in self.pools.values()), return_exceptions=True)

@@ -29,6 +29,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 from uuid import uuid4
 
@@ -42,6 +43,7 @@ from pamqp.header import ContentHeader
 from app.consumer.delivery import BodyLimits, Delivery, Truncated, Trusts, trusts_nobody
 from app.consumer.inline_delivery import deliver_inline
 from app.messaging.frame_reader import deliver_direct, forget
+from app.observability.live_queues import Taken
 from app.observability.metrics import ObserveStage, ignore_stage
 
 log = logging.getLogger("remit.consumer")
@@ -145,6 +147,12 @@ class QueueWorkers:
         self._consumer: tuple[Underlay, str] | None = None  # the channel consumed on, and the consumer tag
         self._lost = False  # the broker cancelled the consumer, or consuming again after a reconnection failed
         self.inline = False  # deliveries are handed over inside aiormq's reader (app/consumer/inline_delivery.py)
+        self._newest: tuple[datetime | None, float] | None = None  # the last delivery's timestamp, its arrival
+
+    @property
+    def newest(self) -> Taken | None:
+        """The newest message taken from the queue (the queue gauges' age of a queue that flows)."""
+        return None if self._newest is None else Taken(*self._newest)
 
     @property
     def running(self) -> int:
@@ -241,7 +249,9 @@ class QueueWorkers:
         self._settlements.delivered(channel, tag)
         self._buffer.append((channel, tag))
         self._deliveries.append(_delivery(deliver, header, self.queue_name, body, truncated))
-        self._arrivals.append(time.time())
+        arrived = time.time()
+        self._arrivals.append(arrived)
+        self._newest = (header.properties.timestamp, arrived)
         self._arrived.set()
         if len(self._buffer) >= self._max_batch:
             self._full.set()

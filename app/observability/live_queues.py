@@ -10,13 +10,14 @@ the payment's timestamp_utc); a tenant publishing directly may leave it out (age
 
 import asyncio
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
 from app.errors import RemitError
 from app.messaging.broker_peek import BrokerPeek
-from app.messaging.management import Management, QueueStats
+from app.messaging.management import QueueStats
 from app.messaging.topology import TIERS, Topology
 
 TIER, DEDICATED, RETRY, DEAD_LETTER = "tier", "dedicated", "retry", "dead-letter"
@@ -65,14 +66,40 @@ def kind_of(topology: Topology, name: str) -> QueueKind | None:
     return None
 
 
+class QueueStatsSource(Protocol):
+    """The management API's figures of a vhost's queues (app/messaging/management.py)."""
+
+    def queue_stats(self, vhost: str) -> list[QueueStats]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Taken:
+    """The newest message a consumer of this process took from a queue: its `timestamp` property (None when
+    the publisher set none) and when it arrived (epoch seconds)."""
+
+    timestamp: datetime | None
+    arrived: float
+
+
+def nothing_taken(queue: str) -> Taken | None:
+    return None
+
+
+# A queue this process took a message from this recently is flowing: the head is what came right after that
+# message, so its age is that message's (a consumer takes the oldest first), and no peek is needed.
+TAKEN_RECENTLY_SECONDS = 1.0
+
+
 @dataclass(frozen=True, slots=True)
 class QueueWatch:
-    """Where the figures come from: the management API for depths and rates, the broker's peek for ages."""
+    """Where the figures come from: the management API for depths and rates, the broker's peek for ages (or,
+    for a queue this process is taking messages from, the newest one it took: `taken`)."""
 
-    management: Management
+    management: QueueStatsSource
     peek: BrokerPeek
     topology: Topology
     vhost: str
+    taken: Callable[[str], Taken | None] = nothing_taken
 
     async def live(self, now: datetime, only: Collection[str] | None = None) -> LiveQueues:
         """remit's queues (those named in `only`, if given), in name order."""
@@ -83,21 +110,25 @@ class QueueWatch:
         problem = None
         try:
             for s, _ in mine:
-                ages[s.name] = await _oldest_age(self.peek, self.vhost, s, now)
+                ages[s.name] = await _oldest_age(self.peek, self.vhost, s, now, self.taken(s.name))
         except RemitError as exc:
             problem = str(exc)
         return LiveQueues([_figures(s, kind, ages.get(s.name)) for s, kind in mine], problem)
 
 
-async def _oldest_age(peek: BrokerPeek, vhost: str, stats: QueueStats, now: datetime) -> float | None:
+async def _oldest_age(
+    peek: BrokerPeek, vhost: str, stats: QueueStats, now: datetime, taken: Taken | None
+) -> float | None:
     if stats.ready == 0:
         return None
     if stats.head_timestamp is not None:
         return max(now.timestamp() - stats.head_timestamp, 0.0)
-    head = await peek.at(vhost, stats.name, 1)
-    if head is None or head.timestamp is None:
-        return None
-    return max((now - head.timestamp).total_seconds(), 0.0)
+    if taken is not None and now.timestamp() - taken.arrived <= TAKEN_RECENTLY_SECONDS:
+        head_timestamp = taken.timestamp
+    else:
+        head = await peek.at(vhost, stats.name, 1)
+        head_timestamp = None if head is None else head.timestamp
+    return None if head_timestamp is None else max((now - head_timestamp).total_seconds(), 0.0)
 
 
 def _figures(stats: QueueStats, kind: QueueKind, age: float | None) -> QueueFigures:

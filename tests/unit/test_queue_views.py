@@ -4,15 +4,16 @@ broker's peek prints, and masking a body cut at 64 bytes."""
 import asyncio
 import os
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from app.errors import ServiceUnavailable
 from app.messaging.broker_peek import BrokerPeek, PeekedMessage
+from app.messaging.management import QueueStats
 from app.messaging.topology import Topology
-from app.observability.live_queues import kind_of
+from app.observability.live_queues import QueueWatch, Taken, kind_of
 from app.observability.peek import masked_prefix
 from app.observability.queue_overview import format_age
 from app.settings import Settings
@@ -129,3 +130,47 @@ def test_a_peek_in_the_background_runs_its_cli_at_the_lowest_priority(
     cli.chmod(0o700)
     assert asyncio.run(BrokerPeek([str(cli)], niceness=niceness).at("/", "payments.work.basic", 1)) is None
     assert int(seen.read_text()) == os.nice(0) + runs_at
+
+
+class StatsOnly:
+    """The management API's figures for one queue, as given."""
+
+    def __init__(self, stats: QueueStats) -> None:
+        self.stats = stats
+
+    def queue_stats(self, vhost: str) -> list[QueueStats]:
+        return [self.stats]
+
+
+def watch_with(ready: int, taken: Taken | None) -> QueueWatch:
+    """A watch whose peek is turned off (a peek raises): only the newest message taken can give an age."""
+    stats = QueueStats("payments.work.basic", ready, 0, 1, 0.0, 0.0, None)
+    return QueueWatch(StatsOnly(stats), BrokerPeek([]), Topology.from_settings(Settings()), "/", lambda _: taken)
+
+
+NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
+
+
+def test_a_queue_this_process_takes_from_has_the_age_of_the_newest_message_taken_and_no_peek() -> None:
+    taken = Taken(NOW - timedelta(seconds=42), NOW.timestamp() - 0.5)
+    live = asyncio.run(watch_with(500, taken).live(NOW))
+    assert live.age_problem is None
+    assert [q.oldest_age_seconds for q in live.queues] == [42.0]
+
+
+def test_a_newest_message_without_a_timestamp_leaves_the_age_unknown() -> None:
+    live = asyncio.run(watch_with(500, Taken(None, NOW.timestamp() - 0.5)).live(NOW))
+    assert (live.age_problem, [q.oldest_age_seconds for q in live.queues]) == (None, [None])
+
+
+@pytest.mark.parametrize("arrived_ago", [1.5, 60.0])
+def test_a_queue_nothing_was_taken_from_lately_is_peeked(arrived_ago: float) -> None:
+    taken = Taken(NOW - timedelta(seconds=42), NOW.timestamp() - arrived_ago)
+    live = asyncio.run(watch_with(500, taken).live(NOW))
+    assert "cannot peek" in (live.age_problem or "")
+    assert [q.oldest_age_seconds for q in live.queues] == [None]
+
+
+def test_an_empty_queue_has_no_age_whatever_was_taken() -> None:
+    live = asyncio.run(watch_with(0, Taken(NOW - timedelta(seconds=42), NOW.timestamp())).live(NOW))
+    assert [q.oldest_age_seconds for q in live.queues] == [None]
