@@ -320,8 +320,8 @@ def main() -> None:
     text = report(args, results, machine)
     # One process and two are separate sections (the issue asks for both); the notes explain the design once.
     heading = "Consumer" if args.processes == 1 else f"Consumer, {args.processes} processes"
-    if args.processes == 1:
-        text = r.with_notes(text, "consumer")  # the profile findings that explain the numbers
+    # the findings that explain the numbers: bench/consumer_notes.md, bench/consumer_2_notes.md, ...
+    text = r.with_notes(text, "consumer" if args.processes == 1 else f"consumer_{args.processes}")
     print(text)
     if not args.no_write and not args.skip:
         r.write_section(heading, text)
