@@ -53,7 +53,8 @@ class Settings(BaseSettings):
         default=30.0,
         gt=0,
         description="How often the consumer refreshes its queue and in-flight gauges on /metrics (the management "
-        "API, one `rabbitmq-queues peek` per non-empty queue, one in-flight count per tenant).",
+        "API, one `rabbitmq-queues peek` per non-empty queue it is not taking messages from, one in-flight count "
+        "per tenant), done by one process of a deployment on a host at a time (docs/queues.md).",
     )
 
     exchange: str = Field(default="payments", description="The topic exchange payments are published to.")
