@@ -20,6 +20,7 @@ class Taker:
         self.holding = asyncio.Event()  # set while a call waits to be let go
 
     async def __call__(self) -> Json:
+        assert not (self.holding.is_set() and self.hold is not None and not self.hold.is_set()), "taken twice at once"
         self.calls += 1
         if self.hold is not None:
             self.holding.set()
