@@ -1,4 +1,5 @@
-"""Decimal amounts as banks write them, converted to integer minor units exactly or not at all."""
+"""Decimal amounts as banks write them, converted to integer minor units exactly or not at all; whole numbers
+written in digits, converted only when they have at most MAX_DIGITS digits."""
 
 import re
 from decimal import Decimal
@@ -8,7 +9,11 @@ from iso4217 import Currency
 
 # xs:decimal's lexical form without a sign (the schemas' amounts are >= 0): "12", "12.5", "12.", ".5".
 _DECIMAL = re.compile(r"^\+?([0-9]+\.?[0-9]*|\.[0-9]+)$")
-_MAX_DIGITS = 18  # the schemas' totalDigits; keeps every sum below inside Decimal's 28-digit precision
+# The schemas' totalDigits; keeps every sum below inside Decimal's 28-digit precision. Also the most digits any
+# number in a bank file may have: an amount in minor units is at most 10^14 (15 digits, the contract's maximum),
+# a bigint 19. Counted before a number is converted: int() refuses a string of more than 4,300 digits with a
+# ValueError (CPython's limit on a conversion that takes quadratic time), and before that costs milliseconds.
+MAX_DIGITS = 18
 
 
 class AmountError(ValueError):
@@ -18,9 +23,9 @@ class AmountError(ValueError):
 def parse_decimal(text: str | None) -> Decimal:
     """An amount as written in the file; AmountError unless it is a plain non-negative decimal."""
     cleaned = (text or "").strip()
-    # A string of at most _MAX_DIGITS characters cannot hold more digits: most amounts skip the count.
-    if not _DECIMAL.match(cleaned) or (len(cleaned) > _MAX_DIGITS and _value_digits(cleaned) > _MAX_DIGITS):
-        raise AmountError(f"amount {cleaned[:24]!r} is not a decimal number of at most {_MAX_DIGITS} digits")
+    # A string of at most MAX_DIGITS characters cannot hold more digits: most amounts skip the count.
+    if not _DECIMAL.match(cleaned) or (len(cleaned) > MAX_DIGITS and _value_digits(cleaned) > MAX_DIGITS):
+        raise AmountError(f"amount {cleaned[:24]!r} is not a decimal number of at most {MAX_DIGITS} digits")
     return Decimal(cleaned)
 
 
@@ -52,3 +57,21 @@ def to_minor_units(amount: Decimal, code: str) -> int:
             f"amount {amount} {code} has more decimal places than {code}'s {exponent}: refused, never rounded"
         )
     return int(scaled)
+
+
+def digit_count(text: str) -> int:
+    """Digits of a whole number written in ASCII digits (a sign and leading zeros are not digits of it)."""
+    return len(text.lstrip("+-").lstrip("0"))
+
+
+def whole_number(text: str) -> int | None:
+    """`text` as an int when it is ASCII digits (leading zeros allowed) of at most MAX_DIGITS digits; else None.
+    The digits are counted before anything is converted."""
+    if not (text.isascii() and text.isdigit()) or digit_count(text) > MAX_DIGITS:
+        return None
+    return int(text)
+
+
+def too_many_digits(what: str, digits: int) -> str:
+    """The reason a row gives for a number it cannot hold (never the number itself)."""
+    return f"{what} has {digits} digits; a number in a bank file has at most {MAX_DIGITS}"

@@ -22,7 +22,7 @@ from typing import Any, BinaryIO
 from lxml import etree
 
 from app.bankfiles import pain001_parties as parties
-from app.bankfiles.money import AmountError, parse_decimal, to_minor_units
+from app.bankfiles.money import AmountError, parse_decimal, to_minor_units, whole_number
 from app.bankfiles.pain001_parties import ACCOUNT, AGENT, NodeFinder, PartyError, under
 from app.bankfiles.rows import BankRow, FileFacts, Origin, rejected_row
 from app.bankfiles.xml_safety import (
@@ -42,6 +42,7 @@ CHUNK_BYTES = 64 * 1024
 # about 1 KB, but RmtInf/Ustrd may repeat without limit.
 MAX_UNIT_BYTES = 1024 * 1024
 _NOT_PROVIDED = "NOTPROVIDED"
+_MAX_COUNT_DIGITS = 15  # NbOfTxs is a Max15NumericText
 _BLOCK_PATHS = {
     "PmtInfId": "id",
     "PmtMtd": "method",
@@ -296,8 +297,9 @@ def _forget(element: etree._Element) -> None:
 
 
 def _count(text: str | None) -> int | None:
-    # The schema (Max15NumericText) refuses anything else; until it has, a wrong count is just unknown.
-    return int(text) if text is not None and text.isascii() and text.isdigit() else None
+    # The schema (Max15NumericText) refuses anything else; until it has, a wrong count is just unknown. Its
+    # length is checked before int() sees it: a count of 5,000 digits is past int()'s limit (ValueError).
+    return whole_number(text) if text is not None and len(text) <= _MAX_COUNT_DIGITS else None
 
 
 def _sum(text: str | None) -> Decimal | None:

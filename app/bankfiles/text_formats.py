@@ -5,6 +5,7 @@ import json
 from collections.abc import Generator, Iterator
 from typing import BinaryIO
 
+from app.bankfiles.money import MAX_DIGITS, digit_count, too_many_digits
 from app.bankfiles.rows import PARSE_ERROR, BankRow, FileFacts
 from app.bankfiles.streams import bounded_lines
 from app.errors import FileRefused
@@ -45,13 +46,36 @@ def read_jsonl(stream: BinaryIO, name: str) -> Generator[BankRow, None, FileFact
     return FileFacts()
 
 
+class _LongNumber:
+    """What a JSON number of more than MAX_DIGITS digits reads as: its digits counted, never converted."""
+
+    __slots__ = ("digits",)
+
+    def __init__(self, digits: int) -> None:
+        self.digits = digits
+
+    def __repr__(self) -> str:
+        return f"<a number of {self.digits} digits>"
+
+
+def _bounded_int(text: str) -> int | _LongNumber:
+    # json hands every integer literal here (digits, perhaps a minus sign) before converting it.
+    digits = digit_count(text)
+    return int(text) if digits <= MAX_DIGITS else _LongNumber(digits)
+
+
 def _json_object(line: str) -> dict[str, object]:
     try:
-        value = json.loads(line)
+        value = json.loads(line, parse_int=_bounded_int)
     except json.JSONDecodeError as exc:
         return {PARSE_ERROR: f"not valid JSON: {exc.msg} at column {exc.colno}"}
     except RecursionError:
         return {PARSE_ERROR: "not valid JSON: nested too deeply"}
     if not isinstance(value, dict):
         return {PARSE_ERROR: "each line must be a JSON object"}
+    long = {key: v.digits for key, v in value.items() if isinstance(v, _LongNumber)}
+    if long:
+        # The row keeps its other fields (its reference) for the rejection; the long numbers go.
+        kept: dict[str, object] = {key: v for key, v in value.items() if key not in long}
+        return {**kept, PARSE_ERROR: "; ".join(too_many_digits(key[:64], n) for key, n in long.items())}
     return value

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from app.bankfiles.money import MAX_DIGITS, digit_count, too_many_digits, whole_number
 from app.bankfiles.outcomes import Outcome
 from app.bankfiles.rows import PARSE_ERROR
 from app.payment_rules import INGRESS_CHECKS, PaymentRules, size_violation
@@ -177,11 +178,15 @@ class _Fields:
 
 
 def _cents(value: Any) -> Any:
-    # CSV carries text: accept only plain digits, so "1500.00" or "1e5" cannot slip through as cents.
+    # CSV carries text: accept only plain digits, so "1500.00" or "1e5" cannot slip through as cents; and no
+    # more of them than an amount can have, counted before anything is converted.
     if isinstance(value, str):
-        if not _CENTS.match(value):
-            raise ValueError(f"amount_cents must be a whole number of cents, got {value!r}")
-        return int(value)
+        cents = whole_number(value)
+        if cents is None and _CENTS.fullmatch(value):
+            raise ValueError(too_many_digits("amount_cents", digit_count(value)))
+        if cents is None:
+            raise ValueError(f"amount_cents must be a whole number of cents, got {value[:24]!r}")
+        return cents
     return value
 
 
@@ -213,8 +218,8 @@ def _rejection(row: RawRow, errors: list[str]) -> Rejection:
 
 def _amount(value: Any) -> int | None:
     # Typed rows (JSON, pain.001, ABA) carry an int; CSV cells are text. A bool is not an amount.
-    if isinstance(value, str) and _CENTS.match(value):
-        value = int(value)
+    if isinstance(value, str):
+        value = whole_number(value)
     if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _MAX_BIGINT:
         return value
     return None
@@ -225,11 +230,13 @@ def _text(value: Any) -> str | None:
 
 
 def _control(row: RawRow) -> CheckedRow:
+    if PARSE_ERROR in row.fields:
+        return CheckedRow(row, errors=[str(row.fields[PARSE_ERROR])])
     try:
         total = ControlTotal(
             currency=str(row.fields["currency"]),
-            count=int(row.fields["control_count"]),
-            amount_cents=int(row.fields["amount_cents"]),
+            count=_control_number(row.fields["control_count"]),
+            amount_cents=_control_number(row.fields["amount_cents"]),
         )
     except (KeyError, ValueError, TypeError):
         total = None
@@ -238,6 +245,15 @@ def _control(row: RawRow) -> CheckedRow:
             row, errors=["control record needs currency (3 letters), control_count and amount_cents (integers)"]
         )
     return CheckedRow(row, control=total)
+
+
+def _control_number(value: Any) -> int:
+    """A control record's count or amount: an int (JSON Lines) or digits (CSV) of at most MAX_DIGITS digits, like
+    every number in a bank file (the range the totals table holds is _storable_control's)."""
+    number = whole_number(value) if isinstance(value, str) else value
+    if isinstance(number, bool) or not isinstance(number, int):
+        raise ValueError(f"not a whole number of at most {MAX_DIGITS} digits")
+    return number
 
 
 def _storable_control(total: ControlTotal) -> bool:

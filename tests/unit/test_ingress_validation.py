@@ -289,9 +289,13 @@ def test_a_control_record_is_a_stated_total_not_a_payment() -> None:
     ("fields", "stored"),
     [
         ({"currency": "AUD", "control_count": "0", "amount_cents": "0"}, True),
-        ({"currency": "AUD", "control_count": str(2**31 - 1), "amount_cents": str(2**63 - 1)}, True),
+        ({"currency": "AUD", "control_count": str(2**31 - 1), "amount_cents": "9" * 18}, True),
         ({"currency": "AUD", "control_count": str(2**31), "amount_cents": "0"}, False),
-        ({"currency": "AUD", "control_count": "0", "amount_cents": str(2**63)}, False),
+        # Every number in a bank file has at most 18 digits (counted before conversion): 2**63 - 1, which the
+        # totals' bigint column would hold, has 19.
+        ({"currency": "AUD", "control_count": "0", "amount_cents": str(2**63 - 1)}, False),
+        ({"currency": "AUD", "control_count": "0", "amount_cents": "0" * 40 + "1"}, True),
+        ({"currency": "AUD", "control_count": "0", "amount_cents": "1" * 5_000}, False),
         ({"currency": "AUD", "control_count": "-1", "amount_cents": "0"}, False),
         ({"currency": "AUD", "control_count": "0", "amount_cents": "-1"}, False),
         ({"currency": "aud", "control_count": "1", "amount_cents": "1"}, False),

@@ -4,7 +4,7 @@ from decimal import Decimal
 
 import pytest
 
-from app.bankfiles.money import AmountError, parse_decimal, to_minor_units
+from app.bankfiles.money import AmountError, parse_decimal, to_minor_units, whole_number
 
 
 @pytest.mark.parametrize(
@@ -76,3 +76,29 @@ def test_digits_are_counted_in_the_value_as_the_schema_counts_them() -> None:
     # 19 digits written, 17 in the value (XSD totalDigits): a CtrlSum the schema accepts
     assert parse_decimal("1000000000000.000100") == Decimal("1000000000000.0001")
     assert parse_decimal("000000000000000000001.5") == Decimal("1.5")
+
+
+@pytest.mark.parametrize(
+    ("text", "number"),
+    [
+        ("0", 0),
+        ("1500", 1500),
+        ("9" * 18, 10**18 - 1),
+        ("0" * 100 + "1", 1),  # leading zeros are not digits of the number
+        ("1" + "0" * 18, None),  # 19 digits
+        ("1" * 5_000, None),  # past int()'s 4,300-digit limit: never converted
+        ("-1", None),
+        ("+1", None),
+        ("1.0", None),
+        ("١٢", None),  # Arabic-Indic digits: str.isdigit says yes, a bank file says no
+        ("", None),
+    ],
+)
+def test_a_whole_number_has_at_most_18_ascii_digits(text: str, number: int | None) -> None:
+    assert whole_number(text) == number
+
+
+def test_a_decimal_of_5000_digits_is_refused_without_echoing_it() -> None:
+    with pytest.raises(AmountError) as refused:
+        parse_decimal("1" * 5_000)
+    assert str(refused.value) == f"amount '{'1' * 24}' is not a decimal number of at most 18 digits"

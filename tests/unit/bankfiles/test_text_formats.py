@@ -75,3 +75,23 @@ def test_a_quoted_cell_longer_than_the_csv_field_limit_refuses_the_file(read: Re
     cell = "\n".join(["z" * 60_000] * 3)  # each line under the line limit, the cell over csv's 131,072
     with pytest.raises(FileRefused, match="line 5 is not valid CSV: field larger than field limit"):
         read(f'{HEADER}\n{ROW}\nP-2,"{cell}"\n'.encode(), "csv")
+
+
+def test_a_json_number_of_more_than_18_digits_is_counted_never_converted(read: Read) -> None:
+    """int() refuses more than 4,300 digits with a ValueError (it was a 500); the row says which field."""
+    rows, _ = read(
+        b'{"payment_reference": "P-1", "amount_cents": ' + b"7" * 5_000 + b"}\n"
+        b'{"payment_reference": "P-2", "amount_cents": -' + b"9" * 19 + b', "currency": "AUD"}\n'
+        b'{"payment_reference": "P-3", "amount_cents": ' + b"9" * 18 + b"}\n"
+        b'{"payment_reference": "P-4", "amount_cents": [' + b"9" * 19 + b"]}\n"
+    )
+    huge, negative, at_bound, nested = (r.fields for r in rows)
+    assert huge == {
+        "payment_reference": "P-1",
+        PARSE_ERROR: "amount_cents has 5000 digits; a number in a bank file has at most 18",
+    }
+    assert negative[PARSE_ERROR] == "amount_cents has 19 digits; a number in a bank file has at most 18"
+    assert (negative["payment_reference"], negative["currency"], "amount_cents" in negative) == ("P-2", "AUD", False)
+    assert at_bound == {"payment_reference": "P-3", "amount_cents": 999_999_999_999_999_999}
+    assert PARSE_ERROR not in nested  # not an amount at all: the contract refuses the list, whose number stays unread
+    assert repr(nested["amount_cents"]) == "[<a number of 19 digits>]"
