@@ -1,11 +1,13 @@
 """Logging for every remit process: JSON lines (one object per line) with the message's identity fields,
-and account numbers masked before anything is written."""
+account numbers masked and control characters shown escaped before anything is written."""
 
 import logging
 import re
 import sys
 
 from pythonjsonlogger.json import JsonFormatter
+
+from app.terminal_text import terminal_safe
 
 MESSAGE_FIELDS = ("tenant_id", "message_id", "correlation_id", "attempt")
 # Where an account number shows up in what reaches a log (keeping its last three digits):
@@ -56,6 +58,26 @@ class MaskAccounts(logging.Filter):
         return True
 
 
+class TerminalSafe(logging.Filter):
+    """What a tenant wrote reaches log lines (an error quoting a payment reference, a correlation id, a header),
+    and log lines reach terminals (`tail -f`, `journalctl`, a plain-text format on stderr): every control and
+    invisible format character is shown escaped (app/terminal_text.py), in the message and every `extra=`
+    string. A message is one line: a newline in it is escaped too, so that it cannot forge the next line; a
+    traceback and a stack keep theirs. Runs after MaskAccounts, which has already formatted the message."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = terminal_safe(record.getMessage(), keep_newlines=False)
+        record.args = None
+        if record.exc_text:
+            record.exc_text = terminal_safe(record.exc_text)
+        if record.stack_info:
+            record.stack_info = terminal_safe(record.stack_info)
+        for name, value in list(vars(record).items()):
+            if name not in _RECORD_ATTRIBUTES and isinstance(value, str):
+                setattr(record, name, terminal_safe(value, keep_newlines=False))
+        return True
+
+
 # aiormq logs each failed connect of a reconnecting connection as an ERROR (and a connection cut as a
 # WARNING with a traceback) while aio-pika logs the same event as one line of its own ("Connection attempt
 # ... failed ... Reconnecting after N seconds"): duplicates that turn a broker restart into a page of errors.
@@ -91,6 +113,7 @@ def configure_logging(level: str, fmt: str) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.addFilter(LibraryReconnectDuplicates())
     handler.addFilter(MaskAccounts())
+    handler.addFilter(TerminalSafe())
     handler.addFilter(MessageFields())
     if fmt == "json":
         handler.setFormatter(

@@ -7,6 +7,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from reconciliation import statuses as st
 from reconciliation.result import ReconcileResult
@@ -52,7 +53,7 @@ def _summary_table(result: ReconcileResult) -> Table:
             str(row["currency"]),
             *[f"{row[c]:,}" for c in counts],
             f"{row['break_count']:,}" + ("" if row["totals_ok"] else " +totals"),
-            f"[{_STATE_STYLE[state]}]{state}[/]",
+            Text(state, style=_STATE_STYLE[state]),
         )
     if len(rows) > MAX_ROWS_SHOWN:
         table.caption = f"{len(rows) - MAX_ROWS_SHOWN:,} more rows in summary.csv"
@@ -62,10 +63,15 @@ def _summary_table(result: ReconcileResult) -> Table:
 def print_report(console: Console, result: ReconcileResult, out_dir: Path) -> None:
     console.print(_summary_table(result))
     outcome = result.result
+    # Styles as Text, not markup: remit prints with a console that parses none, since a batch id (a direct
+    # publisher's correlation_id, in a dead letter) is text a tenant wrote.
     console.print(
-        f"[{_STATE_STYLE[outcome]}]{outcome}[/]: {result.message_count:,} messages, "
-        f"{result.breaks.num_rows:,} breaks; batches: {result.batches_in(st.BREAKS):,} with breaks, "
-        f"{result.batches_in(st.PENDING):,} pending; reports in {out_dir}"
+        Text.assemble(
+            (outcome, _STATE_STYLE[outcome]),
+            f": {result.message_count:,} messages, "
+            f"{result.breaks.num_rows:,} breaks; batches: {result.batches_in(st.BREAKS):,} with breaks, "
+            f"{result.batches_in(st.PENDING):,} pending; reports in {out_dir}",
+        )
     )
     if result.three_way:
         core_rows = result.input_counts.get("core_journal", 0)
@@ -77,8 +83,11 @@ def print_report(console: Console, result: ReconcileResult, out_dir: Path) -> No
         )
         if awaited:
             console.print(
-                f"[yellow]{awaited:,} transfers remit recorded were still held back by the core's export (a long "
-                "transaction on its database server): reported as remit_only; rerun later[/]"
+                Text(
+                    f"{awaited:,} transfers remit recorded were still held back by the core's export (a long "
+                    "transaction on its database server): reported as remit_only; rerun later",
+                    style="yellow",
+                )
             )
     if outcome == st.PENDING:
-        console.print("[yellow]PENDING: messages still inside TTL + grace; rerun later to close them.[/]")
+        console.print(Text("PENDING: messages still inside TTL + grace; rerun later to close them.", style="yellow"))

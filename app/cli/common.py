@@ -8,17 +8,18 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar
 
 import typer
-from rich.console import Console
 
 from app.bootstrap import Operator, Ports, operator, operator_database
+from app.cli.safe_console import SafeConsole, line
 from app.errors import CallerError, exit_code
 from app.settings import get_settings
 from app.storage.unit_of_work import UnitOfWorkFactory
 
 # Outside a terminal (pipes, CI logs) rich would wrap tables at 80 columns; the fallback keeps them readable.
+# Every command prints through these two: text a tenant wrote cannot act on the terminal (safe_console.py).
 _WIDTH = shutil.get_terminal_size((160, 40)).columns
-console = Console(width=_WIDTH)
-err_console = Console(stderr=True, width=_WIDTH)
+console = SafeConsole(width=_WIDTH)
+err_console = SafeConsole(stderr=True, width=_WIDTH)
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -36,7 +37,7 @@ def friendly_errors(func: Callable[P, T]) -> Callable[P, T]:
         try:
             return func(*args, **kwargs)
         except CallerError as exc:
-            err_console.print(f"[bold red]error:[/] {exc}")
+            err_console.print(line(("error:", "bold red"), " ", exc))
             raise typer.Exit(exit_code(exc)) from exc
 
     return wrapper

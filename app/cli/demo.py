@@ -34,6 +34,7 @@ from app.bootstrap import Ports, management_api
 from app.cli.common import console, friendly_errors, run
 from app.cli.db import create_database_if_missing
 from app.cli.demo_core import DemoCore, fresh_core, load_accounts, outage_faults
+from app.cli.safe_console import line, styled
 from app.cli.status import summary_table
 from app.messaging.connection import login_of
 from app.publisher.accept import submit_batch
@@ -93,7 +94,7 @@ class DemoEnvironment:
 
     def remit(self, *args: str) -> int:
         """Run a `remit` command as an operator would, showing its output; return its exit code."""
-        console.print(f"[bold]$ remit {' '.join(args)}[/]")
+        console.print(styled(f"$ remit {' '.join(args)}", "bold"))
         command = [sys.executable, "-m", "app.cli", *args]
         env = {**environment_for(self.settings), "COLUMNS": "160"}
         return subprocess.run(command, env=env, check=False).returncode
@@ -121,7 +122,7 @@ async def submit_examples(uow: UnitOfWorkFactory, settings: Settings) -> list[Ba
 async def wait_until(
     uow: UnitOfWorkFactory, batches: list[str], label: str, target: int, timeout: float, processed_only: bool
 ) -> list[SummaryRow]:
-    columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    columns = (TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as progress:
         task = progress.add_task(label, total=target)
         loop = asyncio.get_running_loop()
@@ -164,7 +165,7 @@ def merged(*keys: str) -> dict[str, dict[str, int]]:
 
 
 def report(title: str, ok: bool) -> bool:
-    console.print(f"{'[green]✓' if ok else '[red]✗'} {title}[/]")
+    console.print(styled(f"✓ {title}", "green") if ok else styled(f"✗ {title}", "red"))
     return ok
 
 
@@ -216,14 +217,15 @@ async def run_demo(name: str, timeout: float, logs: Path) -> bool:
     await reset_database(base, name)
     core = await fresh_core(base, name, logs)
     env = DemoEnvironment(name, base.model_copy(update={"core_banking_url": core.url}), logs)
-    console.print(f"fresh database and RabbitMQ vhost [bold]{name}[/]; migrated to head")
-    console.print(f"the reference core banking: its own database [bold]{name}_core[/], at {core.url}")
+    console.print(line("fresh database and RabbitMQ vhost ", (name, "bold"), "; migrated to head"))
+    console.print(line("the reference core banking: its own database ", (f"{name}_core", "bold"), f", at {core.url}"))
     try:
         async with open_database(env.settings, pool_size=2) as database:
             ok = await run_phases(env, core, database.uow, timeout, logs)
     finally:
         core.stop()
-    console.print("[green]demo finished: everything matched[/]" if ok else f"[red]mismatch; logs in {logs}[/]")
+    finished = styled("demo finished: everything matched", "green")
+    console.print(finished if ok else styled(f"mismatch; logs in {logs}", "red"))
     return ok
 
 

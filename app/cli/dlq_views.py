@@ -7,16 +7,16 @@ from datetime import datetime
 from typing import Any
 
 from rich.console import Group
-from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
+from app.cli.safe_console import line, styled
 from app.deadletters.audit import AuditEntry
 from app.deadletters.replay import ReplayOutcome
 from app.deadletters.requests import RequestEntry
 from app.deadletters.review import DeadLetterDetail, DeadLetterStats, DeadLetterSummary, StatRow
 
-SECURITY = "[bold red]SECURITY[/]"
+SECURITY = ("SECURITY", "bold red")
 OPTIONAL_FACTS = {"claimed tenant", "replay of"}  # shown only when there is one
 
 
@@ -33,11 +33,13 @@ def _plain(value: object) -> object:
 
 
 def _cell(value: object) -> str:
+    # Dead letters carry arbitrary text: the CLI's console parses no markup and shows control characters
+    # escaped (app/cli/safe_console.py), so a cell is the value as it is.
     if value is None:
         return ""
     if isinstance(value, datetime):
         return value.strftime("%Y-%m-%d %H:%M:%S")
-    return escape(str(value))  # dead letters carry arbitrary text; never let it act as rich markup
+    return str(value)
 
 
 def list_table(rows: Sequence[DeadLetterSummary]) -> Table:
@@ -76,7 +78,7 @@ def list_table(rows: Sequence[DeadLetterSummary]) -> Table:
                     r.status,
                 ),
             ),
-            SECURITY if r.security_event else "",
+            styled(*SECURITY) if r.security_event else "",
         )
     return table
 
@@ -90,16 +92,16 @@ def detail_view(d: DeadLetterDetail) -> Group:
         if value is not None or name not in OPTIONAL_FACTS:
             facts.add_row(name, _cell(value))
     if s.security_event:
-        facts.add_row("security event", f"{SECURITY}: {_cell(_security_note(d))}")
+        facts.add_row("security event", line(SECURITY, f": {_security_note(d)}"))
     body = d.body_text if d.body_json is None else json.dumps(d.body_json, indent=2)
     note = " (account numbers masked; --unmask shows them)" if d.masked else ""
     parts: list[Any] = [
         Panel(facts, title=f"dead letter {s.dead_letter_id}"),
-        Panel(escape(body), title=f"body{note}{_cut_note(d)}"),
-        Panel(escape(json.dumps(d.headers, indent=2, default=str)), title="headers"),
+        Panel(body, title=f"body{note}{_cut_note(d)}"),
+        Panel(json.dumps(d.headers, indent=2, default=str), title="headers"),
     ]
     if d.claims:
-        claims = escape(json.dumps(d.claims, indent=2, default=str))
+        claims = json.dumps(d.claims, indent=2, default=str)
         parts.append(Panel(claims, title="claims (remit-* headers from an untrusted publisher; not believed)"))
     if d.attempt_history:
         history = Table("attempt", "outcome", "error", "queue", "at", title="attempt history")
@@ -159,7 +161,7 @@ def stats_view(stats: DeadLetterStats) -> Group | str:
     ]
     if stats.security_events:
         tables.insert(
-            0, f"{SECURITY}: {stats.security_events} of these are security events (`remit dlq list` flags them)"
+            0, line(SECURITY, f": {stats.security_events} of these are security events (`remit dlq list` flags them)")
         )
     return Group(*tables)
 
@@ -182,7 +184,7 @@ def replay_table(outcomes: Sequence[ReplayOutcome], dry_run: bool) -> Table:
     )
     styles = {"replayed": "green", "resolved": "cyan", "refused": "red"}
     for o in outcomes:
-        action = f"[{styles.get(o.action, 'yellow')}]{o.action}[/]"
+        action = styled(o.action, styles.get(o.action, "yellow"))
         table.add_row(_cell(o.dead_letter_id), _cell(o.message_id), action, _cell(o.detail))
     return table
 

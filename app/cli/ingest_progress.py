@@ -19,10 +19,11 @@ def ingest_progress(name: str) -> Iterator[OnProgress]:
         yield _PlainLines(name)
         return
     columns = (
-        TextColumn(f"reading {name}"),
+        # The file's name is the task's description: a column's text is a format string, and markup by default.
+        TextColumn("reading {task.description}", markup=False),
         BarColumn(),
         DownloadColumn(),
-        TextColumn("{task.fields[rows]} rows"),
+        TextColumn("{task.fields[rows]} rows", markup=False),
         TimeElapsedColumn(),
     )
     with Progress(*columns, console=err_console, transient=True) as bar:

@@ -43,7 +43,7 @@ def progress(console: Console = err_console, enabled: bool = True) -> Iterator[T
         return
     columns = (
         SpinnerColumn(),
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),

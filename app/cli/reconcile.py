@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 from app.cli.progress import progress
+from app.cli.safe_console import SafeConsole
 from app.cli.spark_extra import spark_extra_required
 from app.settings import get_settings, system_url
 from reconciliation import statuses as st
@@ -60,7 +60,7 @@ def reconcile_command(
         from reconciliation.report import print_report
         from reconciliation.snapshot import SnapshotLayoutError
 
-    console = Console()
+    console = SafeConsole()
     try:
         config = RunConfig(
             as_of=parse_as_of(as_of),

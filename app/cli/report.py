@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from app.cli.common import err_console, friendly_errors, run, with_uow
+from app.cli.safe_console import safe_stdout
 from app.known_filters import check_known
 from app.reporting.status_report import CHOICES, BatchReport, report_choice, write_batch_report
 from app.storage.unit_of_work import UnitOfWorkFactory
@@ -32,8 +33,12 @@ def report(
 
     async def write(uow: UnitOfWorkFactory) -> BatchReport:
         await check_known(uow, scope, [batch], dash="--", files_only=True)  # a report needs the batch's file
-        if out is None:
-            return await write_batch_report(uow, scope, batch, choice, sys.stdout.buffer, datetime.now(UTC))
+        if out is None:  # on a terminal, what the tenant wrote is shown escaped (app/cli/safe_console.py)
+            sink = safe_stdout(sys.stdout.buffer, sys.stdout.isatty())
+            try:
+                return await write_batch_report(uow, scope, batch, choice, sink, datetime.now(UTC))
+            finally:
+                sink.flush()
         with out.open("wb") as sink:
             return await write_batch_report(uow, scope, batch, choice, sink, datetime.now(UTC))
 

@@ -8,6 +8,7 @@ import typer
 from rich.table import Table
 
 from app.cli.common import console, err_console, friendly_errors, run, with_uow
+from app.cli.safe_console import line
 from app.known_filters import check_known
 from app.observability.relay_health import RelayState, relay_state
 from app.reporting.batch_summary import SummaryRow, batch_summary, recent_batches
@@ -98,9 +99,9 @@ def status(
     threshold = get_settings().relay_backlog_alert_seconds
     for problem in (view.relay.problem(threshold), view.relay.refusals(threshold)):
         if problem:
-            err_console.print(f"[bold yellow]warning:[/] {problem}")
+            err_console.print(line(("warning:", "bold yellow"), " ", problem))
     if wait and (left := still_in_flight(view.rows)):
-        err_console.print(f"[bold red]not settled:[/] waited {wait:g}s for nothing to be in flight; {left}")
+        err_console.print(line(("not settled:", "bold red"), f" waited {wait:g}s for nothing to be in flight; {left}"))
         raise typer.Exit(EXIT_STILL_IN_FLIGHT)
 
 

@@ -11,6 +11,7 @@ from rich.table import Table
 from app.bankfiles.formats import FORMAT_NAMES, parse_format
 from app.cli.common import console, err_console, friendly_errors, run, with_uow
 from app.cli.ingest_progress import ingest_progress
+from app.cli.safe_console import line
 from app.publisher.accept import submit_batch
 from app.publisher.commands import BatchAccepted, SubmitBatch
 from app.settings import get_settings
@@ -58,8 +59,12 @@ def submit(
 
 def _print(result: BatchAccepted) -> None:
     console.print(
-        f"batch [bold]{result.correlation_id}[/] for tenant {result.tenant_id} ({result.source_format}): "
-        f"{result.accepted} accepted, {result.rejected_count} rejected"
+        line(
+            "batch ",
+            (result.correlation_id, "bold"),
+            f" for tenant {result.tenant_id} ({result.source_format}): "
+            f"{result.accepted} accepted, {result.rejected_count} rejected",
+        )
     )
     totals = Table("currency", "accepted", "amount (cents)")
     for total in result.totals:

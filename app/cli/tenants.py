@@ -9,6 +9,7 @@ from rich.table import Table
 
 from app.bootstrap import Operator
 from app.cli.common import console, friendly_errors, run, with_operator, with_uow
+from app.cli.safe_console import line
 from app.storage.ports.tenants import Tenant
 from app.tenancy.deletion import Deletion
 from app.tenancy.tenants import AddTenant, list_tenants
@@ -49,9 +50,14 @@ def add(
     if added.credentials:
         credentials = added.credentials
         console.print(
-            f"RabbitMQ publisher: user [bold]{credentials.user}[/] password [bold]{credentials.password}[/] "
-            f"(shown once; publish to exchange payments with routing key {tenant_id}.payment and user_id "
-            f"{credentials.user})"
+            line(
+                "RabbitMQ publisher: user ",
+                (credentials.user, "bold"),
+                " password ",
+                (credentials.password, "bold"),
+                f" (shown once; publish to exchange payments with routing key {tenant_id}.payment and user_id "
+                f"{credentials.user})",
+            )
         )
 
 

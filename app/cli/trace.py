@@ -4,12 +4,12 @@ discarded (by whom, why), processed, and what the last reconciliation said."""
 
 import typer
 from rich.console import Group
-from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
 from app.cli.common import console, friendly_errors, run, with_uow
 from app.cli.dlq_views import to_json
+from app.cli.safe_console import styled
 from app.known_filters import check_known
 from app.storage.unit_of_work import UnitOfWorkFactory
 from app.tracing import wording
@@ -69,9 +69,10 @@ def trace_view(t: PaymentTrace) -> Group:
         ("booking", wording.booking(t.booking)),
         ("reconciliation", wording.verdict(t.reconciliation) if t.message_id else "not reconciled (never a message)"),
     ):
-        facts.add_row(name, escape(str(value or "")))
+        facts.add_row(name, str(value or ""))
     events = Table("#", "at (UTC)", "after", "stage", "what happened", title="its life, in order")
     for n, e in enumerate(t.events, start=1):
         at = wording.moment(e.at).removesuffix(" UTC")
-        events.add_row(str(n), at, wording.delay(e.after_seconds), e.stage, escape(e.summary))
-    return Group(Panel(facts, title=f"payment {escape(t.payment_reference or str(t.message_id))}"), events)
+        events.add_row(str(n), at, wording.delay(e.after_seconds), e.stage, e.summary)
+    # A panel's title is markup whatever the console says: given as Text, it is not parsed.
+    return Group(Panel(facts, title=styled(f"payment {t.payment_reference or t.message_id}")), events)

@@ -4,6 +4,7 @@ import typer
 from rich.table import Table
 
 from app.cli.common import console, err_console, friendly_errors, run, with_operator
+from app.cli.safe_console import line
 from app.settings import get_settings
 from app.tenancy.pool_operations import SYNC_SECONDS, Action, PoolStatus, apply_action, pool_status, tiers_of, unmanned
 
@@ -46,9 +47,12 @@ def status(tenant: str | None = typer.Option(None, "--tenant", help="Only the po
     console.print(_table(rows))
     if idle := unmanned(rows):
         err_console.print(
-            f"[bold yellow]warning:[/] {', '.join(p.pool for p in idle)}: desired running but no consumer process "
-            "reported in the last 15 s, so nothing consumes their queues. Start consumers "
-            "(`faststream run app.main:app`), or `remit workers stop --tier <tier>` if that is intended."
+            line(
+                ("warning:", "bold yellow"),
+                f" {', '.join(p.pool for p in idle)}: desired running but no consumer process "
+                "reported in the last 15 s, so nothing consumes their queues. Start consumers "
+                "(`faststream run app.main:app`), or `remit workers stop --tier <tier>` if that is intended.",
+            )
         )
         raise typer.Exit(NO_PROCESS_EXIT)
 

@@ -13,6 +13,7 @@ from app.logs import (
     LibraryReconnectDuplicates,
     MaskAccounts,
     MessageFields,
+    TerminalSafe,
     configure_logging,
     mask_account,
     mask_text,
@@ -101,7 +102,7 @@ def test_json_lines_carry_identity_fields_and_mask_accounts() -> None:
     assert (line["tenant_id"], line["message_id"], line["attempt"]) == ("anz", "m-1", 2)
     assert line["correlation_id"] is None
     assert line["level"] == "WARNING"
-    assert {type(f) for f in handler.filters} == {MaskAccounts, MessageFields, LibraryReconnectDuplicates}
+    assert {type(f) for f in handler.filters} == {MaskAccounts, TerminalSafe, MessageFields, LibraryReconnectDuplicates}
 
 
 def _line(emit: Callable[[logging.Logger], None]) -> dict[str, Any]:
@@ -151,3 +152,34 @@ def test_plain_text_lines_are_masked_too() -> None:
     assert "123456789" not in text
     assert "account ******789" in text
     assert "'******321'" in text
+
+
+HOSTILE = "PAY-1\x1b]0;owned\x07\x1b[1A\x1b[2K\u202eSECURITY\x9b2J\nforged INFO line"
+
+
+@pytest.mark.usefixtures("restore_root_logger")
+@pytest.mark.parametrize("fmt", ["plain", "json"])
+def test_a_tenants_control_characters_reach_no_log_line(fmt: str) -> None:
+    """Message, `extra=` fields and an exception's text: every control and bidi character shown escaped, a
+    message's newline too (it would forge the next line); the traceback keeps its own lines."""
+    configure_logging("INFO", fmt)
+    stream = io.StringIO()
+    logging.getLogger().handlers[0].setStream(stream)  # type: ignore[attr-defined]
+    logger = logging.getLogger("remit.test")
+    try:
+        raise ValueError(f"bad reference {HOSTILE}")
+    except ValueError:
+        logger.exception("refused %s", HOSTILE, extra={"correlation_id": HOSTILE})
+    written = stream.getvalue()
+    for unsafe in ("\x1b", "\x07", "\u202e", "\x9b"):
+        assert unsafe not in written
+    escaped = r"PAY-1\x1b]0;owned\x07\x1b[1A\x1b[2K\u202eSECURITY\u009b2J\x0aforged INFO line"
+    if fmt == "json":
+        [record] = written.splitlines()  # one line, the traceback's own inside it, escaped by JSON
+        line = json.loads(record)
+        assert line["message"] == f"refused {escaped}"
+        assert line["correlation_id"] == escaped
+        assert line["exc_info"].count("\n") >= 2
+    else:
+        assert f"refused {escaped}" in written.splitlines()[0]
+        assert "Traceback (most recent call last):" in written.splitlines()[1]
