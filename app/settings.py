@@ -7,7 +7,7 @@ import pwd
 from collections.abc import Mapping
 from functools import cache
 
-from pydantic import AliasChoices, Field, PositiveInt
+from pydantic import AliasChoices, Field, PositiveInt, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
@@ -195,6 +195,13 @@ class Settings(BaseSettings):
         description="Base URL of an external core-banking service (e.g. http://127.0.0.1:8700). Unset: payments "
         "are booked in remit's in-process ledger.",
     )
+    core_banking_token: SecretStr | None = Field(
+        default=None,
+        description="The bearer token remit sends to the core on every request (`Authorization: Bearer ...`): the "
+        "credential the core gave remit (the reference core: one of COREBANK_CLIENT_TOKENS' tokens). Required with "
+        "core_banking_url. Never logged or shown. To rotate it, the core accepts the new token beside the old, "
+        "remit's processes are restarted with the new one one at a time, then the core drops the old.",
+    )
     core_banking_connect_timeout_seconds: float = Field(
         default=2.0, gt=0, description="Most time to open a connection to the core; nothing was sent if it passes."
     )
@@ -264,6 +271,21 @@ class Settings(BaseSettings):
         description="The Java runtime `remit reconcile` needs: $JAVA_HOME/bin/java, else `java` from PATH.",
     )
 
+    @model_validator(mode="after")
+    def _an_external_core_is_called_with_a_credential(self) -> "Settings":
+        if self.core_banking_url and self.core_banking_token is None:
+            raise ValueError(
+                "REMIT_CORE_BANKING_URL is set without REMIT_CORE_BANKING_TOKEN: remit authenticates to its core "
+                '(docs/core-banking.md, "Authentication")'
+            )
+        return self
+
+    def core_banking_headers(self) -> dict[str, str]:
+        """What every request to the external core carries: remit's credential."""
+        if self.core_banking_token is None:
+            return {}
+        return {"Authorization": f"Bearer {self.core_banking_token.get_secret_value()}"}
+
 
 SYSTEM_ROLE = "remit_system"  # made by migration 0010_database_roles
 
@@ -302,6 +324,8 @@ def environment_for(settings: Settings, inherited: Mapping[str, str] | None = No
     env = {k: v for k, v in (os.environ if inherited is None else inherited).items() if k not in own}
     values = settings.model_dump(mode="json")
     for variable, name in own.items():
-        if (value := values[name]) is not None:
+        if isinstance(secret := getattr(settings, name), SecretStr):
+            env[variable] = secret.get_secret_value()  # the JSON dump shows a secret as asterisks
+        elif (value := values[name]) is not None:
             env[variable] = value if isinstance(value, str) else json.dumps(value)
     return env

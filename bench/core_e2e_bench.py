@@ -107,7 +107,7 @@ def make_payments(n: int, pairs: list[tuple[Acct, Acct]]) -> list[r.Payment]:
 
 
 async def open_pairs(core: CoreBank, n: int) -> list[tuple[Acct, Acct]]:
-    async with httpx.AsyncClient(base_url=core.url, timeout=30) as client:
+    async with core.client(timeout=30) as client:
         return [(await open_account(client, RICH), await open_account(client)) for _ in range(n)]
 
 
@@ -178,7 +178,7 @@ async def consumer(env: r.BenchEnv, args: argparse.Namespace, core: CoreBank | N
     if flushes:
         extra["REMIT_COMMIT_FLUSHES"] = str(flushes)
     if core is not None:
-        extra["REMIT_CORE_BANKING_URL"] = core.url
+        extra.update(core.remit_env())  # its URL and remit's token
         extra["REMIT_CORE_BANKING_POOL_SIZE"] = str(args.core_pool)
         extra["REMIT_CORE_BANKING_PARALLEL_REQUESTS"] = str(args.core_parallel)
     command, port = r.remit_consumer()
@@ -424,6 +424,7 @@ async def profile_round(
 
 async def bench(args: argparse.Namespace) -> Results:
     os.environ.pop("REMIT_CORE_BANKING_URL", None)  # the ledger variant is the embedded default
+    os.environ.pop("REMIT_CORE_BANKING_TOKEN", None)
     res = Results()
     async with r.fresh_env("core_e2e", keep=args.keep) as env, reference_core(args.core_db_pool) as core:
         await r.declare(env)

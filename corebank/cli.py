@@ -48,11 +48,14 @@ def _one_line_errors(func: Callable[P, T]) -> Callable[P, T]:
 def serve(
     host: str | None = typer.Option(None, help="Interface (default COREBANK_HOST, 127.0.0.1)."),
     port: int | None = typer.Option(None, help="Port (default COREBANK_PORT, 8700)."),
-    faults: bool | None = typer.Option(None, "--faults/--no-faults", help="Allow PUT /_faults (tests, demo)."),
+    faults: bool | None = typer.Option(
+        None, "--faults/--no-faults", help="Mount /_faults (tests, demo); needs COREBANK_FAULTS_TOKEN."
+    ),
 ) -> None:
-    """Serve the HTTP API; refuses to start unless the database is at this code's schema head.
+    """Serve the HTTP API; refuses to start without a client's token (COREBANK_CLIENT_TOKENS or
+    COREBANK_CLIENT_TOKENS_FILE) or unless the database is at this code's schema head.
 
-    Example: python -m corebank serve --port 8700 --faults
+    Example: COREBANK_CLIENT_TOKENS='{"remit": ["<token>"]}' python -m corebank serve --port 8700
     """
     from corebank.api.app import asgi_app
     from corebank.database import check_at_head
@@ -60,12 +63,13 @@ def serve(
     overrides = {"host": host, "port": port, "faults_enabled": faults}
     settings = CoreBankSettings().model_copy(update={k: v for k, v in overrides.items() if v is not None})
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    app = asgi_app(settings)  # refuses to start without a client's token (and a faults token, with faults)
     asyncio.run(check_at_head(settings.database_url))
     # httptools and uvloop: C where h11 and asyncio's own loop are Python (h11 was under most of a request in
     # the core's profile, docs/benchmarks.md "External core"). The drop-after-commit fault aborts the request
     # cycle's transport, which both of uvicorn's HTTP/1.1 protocols expose (fault_injection.py).
     uvicorn.run(
-        asgi_app(settings),
+        app,
         host=settings.host,
         port=settings.port,
         http="httptools",

@@ -1,11 +1,21 @@
 """The core's one exception tree: each error knows its HTTP status and its stable code (the error shape)."""
 
+from collections.abc import Mapping
 from typing import ClassVar
 
 
 class CoreBankError(Exception):
     status: ClassVar[int] = 500
     code: ClassVar[str] = "internal_error"
+    headers: ClassVar[Mapping[str, str]] = {}
+
+
+class Unauthenticated(CoreBankError):
+    """No credential, or not one this core knows (for the route: a client's token, or the faults token)."""
+
+    status = 401
+    code = "unauthenticated"
+    headers: ClassVar[Mapping[str, str]] = {"WWW-Authenticate": 'Bearer realm="corebank"'}
 
 
 class KeyInProgress(CoreBankError):
@@ -59,3 +69,7 @@ class DatabaseNotReady(CoreBankError):
 
 class BadAccountsFile(CoreBankError):
     """A line of an accounts file is not an account (the loader stops before opening anything)."""
+
+
+class BadCredentials(CoreBankError):
+    """The client tokens (or the faults token) the core was given are missing or unusable (start-up refuses)."""

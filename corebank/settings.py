@@ -1,6 +1,8 @@
 """The core's one settings object; every field can be set with an environment variable prefixed COREBANK_."""
 
-from pydantic import Field, PositiveInt
+from pathlib import Path
+
+from pydantic import Field, PositiveInt, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -13,9 +15,25 @@ class CoreBankSettings(BaseSettings):
     )
     host: str = Field(default="127.0.0.1", description="Interface `serve` listens on (`--host` overrides).")
     port: int = Field(default=8700, ge=1, le=65535, description="Port `serve` listens on (`--port` overrides).")
+    client_tokens: dict[str, list[SecretStr]] = Field(
+        default={},
+        description="Who may call the API: a JSON object, client name -> its bearer tokens (each 32 to 512 visible "
+        'ASCII characters), e.g. {"remit": ["<token>"]}; two tokens of one client are both valid (rotation). '
+        "Fixed for the life of the process; see client_tokens_file to rotate without a restart.",
+    )
+    client_tokens_file: Path | None = Field(
+        default=None,
+        description="A JSON file of the same shape as client_tokens, read again when it changes (checked at most "
+        "once a second; replace it atomically, e.g. write and rename). Instead of client_tokens, not beside it.",
+    )
     faults_enabled: bool = Field(
         default=False,
-        description="Allow fault injection through PUT /_faults (tests and the demo only); off: it answers 403.",
+        description="Mount fault injection (GET, PUT, DELETE /_faults; tests and the demo only); off, the routes "
+        "do not exist (404). Needs faults_token.",
+    )
+    faults_token: SecretStr | None = Field(
+        default=None,
+        description="The bearer token of /_faults, its own: a client's token does not open it, nor it the API.",
     )
     pool_size: PositiveInt = Field(default=10, description="Database connections the server keeps.")
     batch_max: PositiveInt = Field(

@@ -2,7 +2,7 @@
 environment of its own: its callers build a RunConfig (`remit reconcile` from remit's Settings, the
 spark-submit entry point from its arguments)."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
@@ -19,6 +19,7 @@ class RunConfig:
     grace: timedelta = timedelta(minutes=DEFAULT_GRACE_MINUTES)
     database_url: str | None = None  # SQLAlchemy or libpq form; None: nothing is recorded in PostgreSQL
     core_url: str | None = None  # the external core's base URL: its journal is exported too (three-way)
+    core_token: str | None = field(default=None, repr=False)  # the bearer token the core gave remit; never shown
 
 
 AS_OF_FORMS = "use an ISO 8601 time with a UTC offset (2025-05-02T00:00:00Z, 2025-05-02T00:00:00+10:00) or now"

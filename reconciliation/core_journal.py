@@ -88,6 +88,11 @@ def _booked(client: httpx.Client, keys: set[str]) -> set[str]:
     return booked
 
 
+def _credential(token: str | None) -> dict[str, str]:
+    """The bearer token the core gave remit (docs/core-banking.md, "Authentication"), on every request."""
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
 def awaited_keys(snapshot_dir: Path) -> set[str]:
     """The core's keys of every transfer remit's snapshot recorded (its idempotency records with a core id)."""
     columns = ["tenant_id", *halves("message_id"), "core_transfer_id"]
@@ -103,6 +108,7 @@ def export_core_journal(
     snapshot_dir: Path,
     catch_up: timedelta = timedelta(minutes=2),
     timeout: float = 60.0,
+    token: str | None = None,
 ) -> dict[str, int]:
     """Write `<snapshot_dir>/core_journal.parquet` (after remit's snapshot, which it reads for the keys to
     wait for); returns its row count, the foreign transfers left out and the awaited ones that never came."""
@@ -113,7 +119,7 @@ def export_core_journal(
     asked = False
     after = "0.0"
     with (
-        httpx.Client(base_url=core_url, timeout=timeout) as client,
+        httpx.Client(base_url=core_url, timeout=timeout, headers=_credential(token)) as client,
         pq.ParquetWriter(CORE_JOURNAL.path(snapshot_dir), CORE_JOURNAL.arrow_schema(), compression="snappy") as writer,
     ):
         while True:

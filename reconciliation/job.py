@@ -110,7 +110,9 @@ def export(config: RunConfig) -> dict[str, int]:
     snapshot_dir = Path(config.snapshot_dir)
     counts = asyncio.run(export_snapshot(config.database_url, config.as_of, snapshot_dir))
     if config.core_url is not None:
-        counts.update(export_core_journal(config.core_url, config.as_of, config.grace, snapshot_dir))
+        counts.update(
+            export_core_journal(config.core_url, config.as_of, config.grace, snapshot_dir, token=config.core_token)
+        )
     return counts
 
 
@@ -149,7 +151,12 @@ def _parse_args(argv: list[str] | None) -> tuple[RunConfig, bool]:
         "--core-url",
         help="the external core's base URL: its journal is compared too (three-way); none: the embedded ledger",
     )
+    parser.add_argument(
+        "--core-token-file",
+        help="a file holding the bearer token the core gave remit (never on the command line, where `ps` shows it)",
+    )
     args = parser.parse_args(argv)
+    token = Path(args.core_token_file).read_text().strip() if args.core_token_file else None
     config = RunConfig(
         as_of=parse_as_of(args.as_of),
         out_dir=args.out,
@@ -157,6 +164,7 @@ def _parse_args(argv: list[str] | None) -> tuple[RunConfig, bool]:
         grace=timedelta(minutes=args.grace_minutes),
         database_url=args.database_url,
         core_url=args.core_url,
+        core_token=token,
     )
     return config, args.snapshot is None
 

@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import typer
+from pydantic import SecretStr
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from sqlalchemy.engine import make_url
@@ -216,7 +217,8 @@ async def run_demo(name: str, timeout: float, logs: Path) -> bool:
     management_api(base, Ports()).reset_vhost(name, login_of(base.amqp_url))
     await reset_database(base, name)
     core = await fresh_core(base, name, logs)
-    env = DemoEnvironment(name, base.model_copy(update={"core_banking_url": core.url}), logs)
+    remit_at_core = {"core_banking_url": core.url, "core_banking_token": SecretStr(core.token)}
+    env = DemoEnvironment(name, base.model_copy(update=remit_at_core), logs)
     console.print(line("fresh database and RabbitMQ vhost ", (name, "bold"), "; migrated to head"))
     console.print(line("the reference core banking: its own database ", (f"{name}_core", "bold"), f", at {core.url}"))
     try:

@@ -6,16 +6,21 @@ Its accounts are the ones the demo's payments move money between, read from the 
 are submitted: every debtor funded with what it pays, every creditor open, except the closed account of
 examples/EXPECTED.json (`core_banking`). The outage and the flaky account are the core's own fault injection
 (`held_accounts`: a transfer touching the account is answered `in_progress`, not booked, the first N times).
+
+remit calls it as any client calls a core: with the token the core gave it (a fresh one per demo, in the core's
+COREBANK_CLIENT_TOKENS and remit's REMIT_CORE_BANKING_TOKEN); the demo sets faults with the core's separate
+faults token.
 """
 
 import asyncio
 import json
+import secrets
 import socket
 import subprocess
 import sys
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,10 +46,16 @@ class DemoCore:
     logs: Path
     environment: dict[str, str]  # the demo's own (app/settings.py environment_for), for the core's commands
     process: subprocess.Popen[bytes] | None = None
+    token: str = field(default_factory=lambda: secrets.token_urlsafe(32), repr=False)  # remit's, as the core's client
+    faults_token: str = field(default_factory=lambda: secrets.token_urlsafe(32), repr=False)
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
 
     def command(self, *args: str) -> None:
         """Run `python -m corebank ARGS` on the demo core's database, its output in the core's log."""
@@ -82,7 +93,8 @@ class DemoCore:
         raise RuntimeError(f"the core was not ready within {READY_SECONDS:.0f} s: see {self.logs}/corebank.log")
 
     async def set_faults(self, **plan: Any) -> None:
-        async with httpx.AsyncClient(base_url=self.url, timeout=10) as client:
+        headers = {"Authorization": f"Bearer {self.faults_token}"}
+        async with httpx.AsyncClient(base_url=self.url, headers=headers, timeout=10) as client:
             (await client.put("/_faults", json=plan)).raise_for_status()
 
     async def journal_totals(self) -> dict[str, dict[str, int]]:
@@ -90,7 +102,7 @@ class DemoCore:
         `<tenant_id>:<message_id>`): the same shape as EXPECTED.json."""
         out: dict[str, dict[str, int]] = defaultdict(lambda: {"count": 0, "amount_cents": 0})
         params: dict[str, str] = {}
-        async with httpx.AsyncClient(base_url=self.url, timeout=30) as client:
+        async with httpx.AsyncClient(base_url=self.url, headers=self.headers, timeout=30) as client:
             while True:
                 page = (await client.get("/journal", params=params)).raise_for_status().json()
                 for t in page["transfers"]:
@@ -114,7 +126,12 @@ class DemoCore:
             await asyncio.sleep(1)
 
     def _env(self) -> dict[str, str]:
-        return {**self.environment, "COREBANK_DATABASE_URL": self.database_url}
+        return {
+            **self.environment,
+            "COREBANK_DATABASE_URL": self.database_url,
+            "COREBANK_CLIENT_TOKENS": json.dumps({"remit": [self.token]}),
+            "COREBANK_FAULTS_TOKEN": self.faults_token,
+        }
 
 
 def free_port() -> int:

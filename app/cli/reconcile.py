@@ -69,6 +69,7 @@ def reconcile_command(
             grace=timedelta(minutes=grace_minutes),
             database_url=database_url or system_url(settings),  # every tenant's rows: only remit_system sees them
             core_url=core_url or settings.core_banking_url,
+            core_token=settings.core_banking_token.get_secret_value() if settings.core_banking_token else None,
         )
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc

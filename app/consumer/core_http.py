@@ -61,7 +61,9 @@ def core_client(settings: Settings) -> httpx.AsyncClient:
     )
     size = settings.core_banking_pool_size
     limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
-    return httpx.AsyncClient(base_url=settings.core_banking_url, timeout=timeout, limits=limits)
+    # remit's credential on every request, the breaker's probe included (a core refuses a wrong one everywhere).
+    headers = settings.core_banking_headers()
+    return httpx.AsyncClient(base_url=settings.core_banking_url, timeout=timeout, limits=limits, headers=headers)
 
 
 async def core_ready(client: httpx.AsyncClient) -> bool:

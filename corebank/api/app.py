@@ -6,14 +6,16 @@ import traceback
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from sqlalchemy.ext.asyncio import create_async_engine
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from corebank.api import accounts, journal, operations, transfers
 from corebank.api.database import Database
-from corebank.api.errors import install_error_handlers, route_of
+from corebank.api.deps import client
+from corebank.api.errors import declared, install_error_handlers, route_of
 from corebank.api.fault_injection import FaultInjection
+from corebank.auth import ClientTokens, credentials_for
 from corebank.faults import Faults
 from corebank.settings import CoreBankSettings
 
@@ -22,11 +24,12 @@ log = logging.getLogger("corebank")
 DESCRIPTION = (
     "The reference core-banking service remit books payments in: accounts with balances per currency, "
     "idempotent transfers (one `Idempotency-Key` per transfer), an append-only journal and its export. "
-    "Refusals are results, not errors. Every error has the `ErrorBody` shape. Contract: docs/core-banking.md."
+    "Refusals are results, not errors. Every error has the `ErrorBody` shape. Every route but /healthz and "
+    "/readyz needs a client's bearer token. Contract: docs/core-banking.md."
 )
 
 
-def create_app(settings: CoreBankSettings, faults: Faults) -> FastAPI:
+def create_app(settings: CoreBankSettings, faults: Faults, client_tokens: ClientTokens | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine = create_async_engine(
@@ -46,15 +49,21 @@ def create_app(settings: CoreBankSettings, faults: Faults) -> FastAPI:
     app = FastAPI(title="remit reference core banking", version="1.0.0", description=DESCRIPTION, lifespan=lifespan)
     app.state.settings = settings
     app.state.faults = faults
-    for module in (transfers, accounts, journal, operations):
-        app.include_router(module.router)
+    app.state.client_tokens = client_tokens or ClientTokens()  # none: every request is refused
+    # The API is for its clients only; fault injection exists only where it was enabled, behind its own token.
+    for module in (transfers, accounts, journal):
+        app.include_router(module.router, dependencies=[Depends(client)], responses=declared(401))
+    app.include_router(operations.router)
+    if faults.enabled:
+        app.include_router(operations.faults_router)
     install_error_handlers(app)
     return app
 
 
 def asgi_app(settings: CoreBankSettings) -> ASGIApp:
+    """The app `serve` runs; BadCredentials unless it has a client's token (and a faults token for faults)."""
     faults = Faults(enabled=settings.faults_enabled)
-    app: ASGIApp = create_app(settings, faults)
+    app: ASGIApp = create_app(settings, faults, credentials_for(settings))
     if faults.enabled:
         app = FaultInjection(app, faults)
     return QuietErrors(app)

@@ -2,6 +2,7 @@
 
 import logging
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -18,7 +19,8 @@ from corebank.schemas import ErrorBody, ErrorDetail, ErrorInfo
 log = logging.getLogger("corebank")
 
 DESCRIPTIONS = {
-    403: "Fault injection is off in this process (`faults_disabled`).",
+    401: "No credential, or not a valid one (`unauthenticated`): send `Authorization: Bearer <token>` with a token "
+    "this core gave the client. A route that needs none refuses a wrong one too.",
     404: "No such account in that currency (`account_not_found`).",
     422: "The request is invalid (`validation_failed`, with details); see the route for other codes.",
     500: "Unexpected failure (`internal_error`) or an injected one (`injected_error`). For a transfer the outcome "
@@ -35,11 +37,16 @@ def declared(*codes: int, **described: str) -> dict[int | str, dict[str, Any]]:
 
 
 def error_response(
-    status: int, code: str, message: str, details: list[ErrorDetail] | None = None, retry_after: float | None = None
+    status: int,
+    code: str,
+    message: str,
+    details: list[ErrorDetail] | None = None,
+    retry_after: float | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> JSONResponse:
     body = ErrorBody(error=ErrorInfo(code=code, message=message, details=details or []))
-    headers = {"Retry-After": str(math.ceil(retry_after))} if retry_after else None
-    return JSONResponse(body.model_dump(mode="json"), status_code=status, headers=headers)
+    sent = {**(headers or {}), **({"Retry-After": str(math.ceil(retry_after))} if retry_after else {})}
+    return JSONResponse(body.model_dump(mode="json"), status_code=status, headers=sent or None)
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -59,7 +66,7 @@ def route_of(scope: Scope) -> str:
 
 async def _ours(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, CoreBankError)
-    return error_response(exc.status, exc.code, str(exc))
+    return error_response(exc.status, exc.code, str(exc), headers=exc.headers)
 
 
 async def _invalid(request: Request, exc: Exception) -> JSONResponse:
@@ -71,8 +78,10 @@ async def _invalid(request: Request, exc: Exception) -> JSONResponse:
 
 async def _http(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 400:  # FastAPI's answer to a body it cannot even decode (not UTF-8): still invalid input
+        return error_response(422, "validation_failed", "the request body is not JSON in UTF-8")
     code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-    return error_response(exc.status_code, code, str(exc.detail))
+    return error_response(exc.status_code, code, str(exc.detail), headers=exc.headers)  # a 405's Allow
 
 
 async def _database(request: Request, exc: Exception) -> JSONResponse:

@@ -222,7 +222,7 @@ class CoreChaos:
     def _consumer_env(self) -> dict[str, str]:
         assert self.core is not None
         return self.env.env(
-            REMIT_CORE_BANKING_URL=self.core.url,
+            **self.core.remit_env(),
             REMIT_CORE_BANKING_CONNECT_TIMEOUT_SECONDS="1",
             REMIT_CORE_BANKING_READ_TIMEOUT_SECONDS="3",
             REMIT_CORE_BANKING_BREAKER_THRESHOLD="3",
@@ -235,7 +235,7 @@ class CoreChaos:
         c = self.config
         assert self.core is not None
         held: dict[str, tuple[list[Acct], list[Acct]]] = {}
-        async with httpx.AsyncClient(base_url=self.core.url, timeout=30) as client:
+        async with self.core.client(timeout=30) as client:
             for currency in CURRENCIES:
                 debtors = [await open_account(client, 10**13, currency) for _ in range(c.accounts_per_side)]
                 creditors = [await open_account(client, 0, currency) for _ in range(c.accounts_per_side)]
@@ -354,8 +354,7 @@ class CoreChaos:
 
     async def _core_faults(self, **plan: Any) -> None:
         assert self.core is not None
-        async with httpx.AsyncClient(base_url=self.core.url, timeout=10) as client:
-            (await client.put("/_faults", json=plan)).raise_for_status()
+        await self.core.set_faults(**plan)
 
     async def _recovered(self) -> bool:
         """Every payment recorded by remit and every queue of the vhost empty, three polls in a row."""

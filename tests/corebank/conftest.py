@@ -17,7 +17,7 @@ from tests.utils.core_adapter import Watched, Watching, watch
 from tests.utils.corebank import CoreBank, SetFaults, create_corebank_database, start_corebank, wait_ready
 from tests.utils.services import drop_database
 
-_DOC: dict[str, Any] = json.loads(render())
+_DOC: dict[str, Any] = json.loads(render(faults=True))  # the tests' core has fault injection
 _ROUTES = [
     (re.compile("^" + re.sub(r"\{[^}]+\}", "[^/]+", path) + "$"), path, operations)
     for path, operations in _DOC["paths"].items()
@@ -48,19 +48,20 @@ async def core(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[CoreBa
 
 @pytest.fixture
 async def client(core: CoreBank) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=core.url, timeout=30, event_hooks={"response": [check_declared]}) as c:
+    async with core.client(timeout=30, event_hooks={"response": [check_declared]}) as c:
         yield c
 
 
 @pytest.fixture
-async def faults(client: httpx.AsyncClient) -> AsyncIterator[SetFaults]:
-    """Set a fault plan for this test (fields as in PUT /_faults); every fault is off again afterwards."""
+async def faults(client: httpx.AsyncClient, core: CoreBank) -> AsyncIterator[SetFaults]:
+    """Set a fault plan for this test (fields as in PUT /_faults, with the faults token); every fault is off
+    again afterwards."""
 
     async def set_plan(**plan: Any) -> None:
-        (await client.put("/_faults", json=plan)).raise_for_status()
+        (await client.put("/_faults", json=plan, headers=core.fault_headers)).raise_for_status()
 
     yield set_plan
-    (await client.delete("/_faults")).raise_for_status()
+    (await client.delete("/_faults", headers=core.fault_headers)).raise_for_status()
 
 
 @pytest.fixture

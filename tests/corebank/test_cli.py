@@ -21,6 +21,7 @@ from corebank.database import NO_AUTOVACUUM
 from corebank.migrations import VERSION_TABLE
 from corebank.tables import metadata
 from tests.utils.corebank import (
+    CORE_TOKEN,
     create_corebank_database,
     dsn,
     fresh_account,
@@ -30,6 +31,7 @@ from tests.utils.corebank import (
 from tests.utils.services import ROOT, create_database, drop_database, unique
 
 pytestmark = pytest.mark.integration
+CLIENTS = json.dumps({"remit": [CORE_TOKEN]})
 
 
 async def run(*args: str, database_url: str, program: tuple[str, ...] = ("-m", "corebank")) -> tuple[int, str, str]:
@@ -38,7 +40,7 @@ async def run(*args: str, database_url: str, program: tuple[str, ...] = ("-m", "
         *program,
         *args,
         cwd=ROOT,
-        env={**os.environ, "COREBANK_DATABASE_URL": database_url},
+        env={**os.environ, "COREBANK_DATABASE_URL": database_url, "COREBANK_CLIENT_TOKENS": CLIENTS},
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
@@ -170,14 +172,15 @@ async def test_faults_are_off_unless_the_process_enables_them(migrated_database:
     core = start_corebank(migrated_database, tmp_path / "corebank.log", faults=False)
     try:
         await wait_ready(core)
-        async with httpx.AsyncClient(base_url=core.url) as client:
+        async with httpx.AsyncClient(base_url=core.url, headers=core.fault_headers) as client:
             put = await client.put("/_faults", json={"drop_rate": 1.0})
             get = await client.get("/_faults")
     finally:
         core.process.stop()
 
-    assert (put.status_code, put.json()["error"]["code"]) == (403, "faults_disabled")
-    assert get.status_code == 403
+    # Not mounted at all: the faults token opens nothing in a process started without fault injection.
+    assert (put.status_code, put.json()["error"]["code"]) == (404, "not_found")
+    assert get.status_code == 404
 
 
 async def test_serve_warns_when_the_server_runs_no_autovacuum(migrated_database: str, tmp_path: Path) -> None:

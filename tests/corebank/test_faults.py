@@ -107,7 +107,7 @@ async def test_added_latency_delays_every_api_request(client: httpx.AsyncClient,
 
 
 async def test_down_refuses_everything_for_the_period_then_recovers(
-    client: httpx.AsyncClient, faults: SetFaults
+    client: httpx.AsyncClient, faults: SetFaults, core: CoreBank
 ) -> None:
     debtor, creditor = await open_account(client, 1_000), await open_account(client)
     key = fresh_key()
@@ -116,7 +116,7 @@ async def test_down_refuses_everything_for_the_period_then_recovers(
     refused = await post_transfer(client, key, transfer(debtor, creditor, 400))
     ready = await client.get("/readyz")
     alive = await client.get("/healthz")
-    left = (await client.get("/_faults")).json()["down_seconds"]
+    left = (await client.get("/_faults", headers=core.fault_headers)).json()["down_seconds"]
     await asyncio.sleep(1.6)
     after = await post_transfer(client, key, transfer(debtor, creditor, 400))
 
@@ -129,8 +129,8 @@ async def test_down_refuses_everything_for_the_period_then_recovers(
     assert await balance(client, debtor) == 600
 
 
-async def test_an_unknown_fault_is_refused(client: httpx.AsyncClient) -> None:
-    response = await client.put("/_faults", json={"explode": True})
+async def test_an_unknown_fault_is_refused(client: httpx.AsyncClient, core: CoreBank) -> None:
+    response = await client.put("/_faults", json={"explode": True}, headers=core.fault_headers)
 
     assert (response.status_code, response.json()["error"]["code"]) == (422, "validation_failed")
 

@@ -43,7 +43,7 @@ def test_the_idempotency_rules_are_in_the_contract(doc: dict[str, Any]) -> None:
     post = doc["paths"]["/transfers"]["post"]
     header = next(p for p in post["parameters"] if p["in"] == "header")
     assert (header["name"], header["required"]) == ("Idempotency-Key", True)
-    assert set(post["responses"]) == {"200", "201", "409", "422", "500", "503"}
+    assert set(post["responses"]) == {"200", "201", "401", "409", "422", "500", "503"}
     batch_item = doc["components"]["schemas"]["BatchItemResult"]["properties"]
     assert batch_item["status"]["enum"] == ["booked", "rejected", "conflict"]
     status = doc["components"]["schemas"]["TransferStatus"]["properties"]["status"]
@@ -54,3 +54,23 @@ def test_the_idempotency_rules_are_in_the_contract(doc: dict[str, Any]) -> None:
         "insufficient_funds",
         "currency_not_held",
     ]
+
+
+def test_every_route_but_health_and_readiness_needs_a_clients_token(doc: dict[str, Any]) -> None:
+    """The auth rule is in the contract: another core knows what remit sends (docs/core-banking.md)."""
+    schemes = doc["components"]["securitySchemes"]
+    assert list(schemes) == ["client"]
+    assert (schemes["client"]["type"], schemes["client"]["scheme"]) == ("http", "bearer")
+    for name, op in operations(doc):
+        assert "401" in op["responses"], name
+        anyone = name in {"GET /healthz", "GET /readyz"}
+        assert op["security"] == ([{}, {"client": []}] if anyone else [{"client": []}]), name
+    assert "/_faults" not in doc["paths"]  # the reference core's test aid, mounted only with --faults
+
+
+def test_fault_injection_is_behind_its_own_token_where_it_is_mounted() -> None:
+    faults = json.loads(render(faults=True))
+    assert set(faults["paths"]["/_faults"]) == {"get", "put", "delete"}
+    for method, op in faults["paths"]["/_faults"].items():
+        assert op["security"] == [{"faults": []}], method
+        assert "401" in op["responses"], method

@@ -7,6 +7,7 @@ from pathlib import Path
 import asyncpg
 import httpx
 import pytest
+from pydantic import SecretStr
 
 from app.consumer.breaker import CircuitBreaker
 from app.consumer.core_banking import Booked, CoreOutcome
@@ -355,7 +356,7 @@ async def test_a_killed_core_is_retryable_and_after_its_restart_each_payment_is_
     adapter = watching(core, threshold=1000, read_timeout=READ_TIMEOUT).adapter
     try:
         await wait_ready(core)
-        async with httpx.AsyncClient(base_url=core.url, timeout=10) as client:
+        async with core.client(timeout=10) as client:
             debtor, creditor = await open_account(client, 1_000), await open_account(client)
         payments = [payment(debtor, creditor, 100) for _ in range(3)]
         booked_before = await adapter.book(payments[:1])
@@ -385,7 +386,11 @@ async def test_each_request_to_the_core_is_timed_by_route_and_result(
 ) -> None:
     """remit_core_request_seconds: the core's share of a batch, the lost answer and the status query included."""
     heard: list[tuple[str, str, float]] = []
-    settings = Settings(core_banking_url=core.url, core_banking_read_timeout_seconds=READ_TIMEOUT)
+    settings = Settings(
+        core_banking_url=core.url,
+        core_banking_token=SecretStr(core.token),
+        core_banking_read_timeout_seconds=READ_TIMEOUT,
+    )
     async with core_client(settings) as http:
         breaker = CircuitBreaker(lambda: core_ready(http), threshold=1000, probe_interval=0.2)
         adapter = HttpCoreBanking(http, breaker, 1000, lambda *sample: heard.append(sample))
@@ -408,7 +413,7 @@ async def test_a_group_split_into_parallel_requests_books_each_payment_once_in_i
     core: CoreBank, client: httpx.AsyncClient
 ) -> None:
     heard: list[tuple[str, str, float]] = []
-    settings = Settings(core_banking_url=core.url)
+    settings = Settings(core_banking_url=core.url, core_banking_token=SecretStr(core.token))
     async with core_client(settings) as http:
         breaker = CircuitBreaker(lambda: core_ready(http), threshold=1000, probe_interval=0.2)
         adapter = HttpCoreBanking(http, breaker, 1000, lambda *sample: heard.append(sample), parallel=3)

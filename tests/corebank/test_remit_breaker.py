@@ -48,7 +48,7 @@ async def test_it_opens_after_n_failures_fails_fast_and_closes_when_the_killed_c
     try:
         await wait_ready(core)
         watched = watching(core, threshold=3, read_timeout=2.0, probe_interval=PROBE_INTERVAL)
-        async with httpx.AsyncClient(base_url=core.url, timeout=10) as client:
+        async with core.client(timeout=10) as client:
             debtor, creditor = await open_account(client, 1_000), await open_account(client)
         payments = [payment(debtor, creditor, 100) for _ in range(4)]
         assert kinds(await watched.adapter.book(payments[:1])) == [Booked]

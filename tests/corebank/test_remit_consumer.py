@@ -42,17 +42,15 @@ pytestmark = pytest.mark.integration
 
 
 def consumer_on(core: CoreBank, env: ServiceEnv, log: Path, **overrides: str) -> ServiceProcess:
-    return ServiceProcess.consumer(
-        env.env(
-            REMIT_CORE_BANKING_URL=core.url,
-            REMIT_CORE_BANKING_CONNECT_TIMEOUT_SECONDS="1",
-            REMIT_CORE_BANKING_READ_TIMEOUT_SECONDS="3",
-            REMIT_CORE_BANKING_BREAKER_THRESHOLD="2",
-            REMIT_CORE_BANKING_PROBE_INTERVAL_SECONDS="0.3",
-            **overrides,
-        ),
-        log,
-    )
+    variables = {
+        **core.remit_env(),
+        "REMIT_CORE_BANKING_CONNECT_TIMEOUT_SECONDS": "1",
+        "REMIT_CORE_BANKING_READ_TIMEOUT_SECONDS": "3",
+        "REMIT_CORE_BANKING_BREAKER_THRESHOLD": "2",
+        "REMIT_CORE_BANKING_PROBE_INTERVAL_SECONDS": "0.3",
+        **overrides,
+    }
+    return ServiceProcess.consumer(env.env(**variables), log)
 
 
 def queue_state(vhost: str, queue: str) -> dict[str, int]:
@@ -122,7 +120,7 @@ async def test_a_core_outage_pauses_the_consumers_and_everything_is_booked_once_
     consumer: ServiceProcess | None = None
     try:
         await wait_ready(core)
-        async with httpx.AsyncClient(base_url=core.url, timeout=10) as client:
+        async with core.client(timeout=10) as client:
             debtor, creditor = await open_account(client, 10_000_000), await open_account(client)
         tenant = await fresh_tenant(uow_factory)
         queue = Topology.from_settings(settings).tier_queue("basic")
@@ -230,10 +228,10 @@ async def test_a_lone_payment_opens_the_breaker_before_its_retries_run_out_with_
     consumer: ServiceProcess | None = None
     try:
         await wait_ready(core)
-        async with httpx.AsyncClient(base_url=core.url, timeout=10) as client:
+        async with core.client(timeout=10) as client:
             debtor, creditor = await open_account(client, 10_000), await open_account(client)
         tenant = await fresh_tenant(uow_factory)
-        env = service_env.env(REMIT_CORE_BANKING_URL=core.url, REMIT_CORE_BANKING_PROBE_INTERVAL_SECONDS="0.3")
+        env = service_env.env(**core.remit_env(), REMIT_CORE_BANKING_PROBE_INTERVAL_SECONDS="0.3")
         consumer = ServiceProcess.consumer(env, logs_dir / "consumer.log")
         await consumer.ready()
         core.process.kill()

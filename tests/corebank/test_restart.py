@@ -62,10 +62,10 @@ async def test_kill_9_mid_run_loses_nothing_and_doubles_nothing(tmp_path: Path) 
     core = start_corebank(database_url, tmp_path / "before.log")
     try:
         await wait_ready(core)
-        async with httpx.AsyncClient(base_url=core.url, timeout=10) as client:
+        async with core.client(timeout=10) as client:
             accounts = [await open_account(client, 10**12) for _ in range(6)]
             # Committed batches wait 200 ms before answering, so the kill finds some committed and unanswered.
-            (await client.put("/_faults", json={"answer_delay_ms": 200})).raise_for_status()
+            await core.set_faults(answer_delay_ms=200)
             batches = [
                 [
                     {**transfer(accounts[i % 6], accounts[(i + 1 + j % 5) % 6], 1 + j), "idempotency_key": fresh_key()}
@@ -78,7 +78,7 @@ async def test_kill_9_mid_run_loses_nothing_and_doubles_nothing(tmp_path: Path) 
         core = start_corebank(database_url, tmp_path / "after.log", port=core.process.port)
         await wait_ready(core)
         after: Results = {}
-        async with httpx.AsyncClient(base_url=core.url, timeout=30) as client:
+        async with core.client(timeout=30) as client:
             for batch in batches:
                 response = await client.post("/transfers/batch", json={"transfers": batch})
                 after.update({r["idempotency_key"]: r for r in response.json()["results"]})
@@ -107,7 +107,7 @@ async def test_losing_the_database_answers_503_and_books_once_it_is_back(tmp_pat
     admin = await asyncpg.connect(PG_ADMIN_DSN)
     try:
         await wait_ready(core)
-        async with httpx.AsyncClient(base_url=core.url, timeout=30) as client:
+        async with core.client(timeout=30) as client:
             debtor, creditor = await open_account(client, 1_000), await open_account(client)
             key, body = fresh_key(), transfer(debtor, creditor, 400)
             await admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')

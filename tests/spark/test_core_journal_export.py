@@ -9,7 +9,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
-import httpx
 import pytest
 
 from reconciliation.core_journal import export_core_journal
@@ -21,7 +20,7 @@ pytestmark = pytest.mark.spark
 
 
 async def _book(core: CoreBank, key: str, amount: int) -> str:
-    async with httpx.AsyncClient(base_url=core.url, timeout=30) as client:
+    async with core.client(timeout=30) as client:
         a, b = await open_account(client, 10**6), await open_account(client)
         response = await client.post("/transfers", json=transfer(a, b, amount), headers={"Idempotency-Key": key})
     assert response.status_code == 201, response.text
@@ -74,7 +73,9 @@ def test_only_remits_keys_and_the_export_is_followed_until_the_recorded_transfer
         started = time.monotonic()
 
         catch_up = timedelta(seconds=60)
-        counts = export_core_journal(core.url, datetime.now(UTC), timedelta(minutes=15), tmp_path, catch_up)
+        counts = export_core_journal(
+            core.url, datetime.now(UTC), timedelta(minutes=15), tmp_path, catch_up, token=core.token
+        )
 
     assert time.monotonic() - started >= 1.5, "the held-back transfer was not waited for"
     assert counts["core_journal_awaited"] == 0
@@ -95,7 +96,9 @@ def test_a_transfer_still_held_back_after_the_catch_up_time_is_counted_as_awaite
         _remit_recorded(tmp_path, tenant, message_id, transfer_id)
 
         catch_up = timedelta(seconds=1)
-        counts = export_core_journal(core.url, datetime.now(UTC), timedelta(minutes=15), tmp_path, catch_up)
+        counts = export_core_journal(
+            core.url, datetime.now(UTC), timedelta(minutes=15), tmp_path, catch_up, token=core.token
+        )
 
     assert counts["core_journal_awaited"] == 1
     assert message_id not in [r["message_id"] for r in read_rows(CORE_JOURNAL, tmp_path)]
@@ -105,7 +108,9 @@ def test_a_transfer_the_core_never_booked_is_not_waited_for(core: CoreBank, tmp_
     _remit_recorded(tmp_path, "acme", str(uuid.uuid4()), "424242")  # remit's record; the core has no such key
     started = time.monotonic()
 
-    counts = export_core_journal(core.url, datetime.now(UTC), timedelta(minutes=15), tmp_path, timedelta(seconds=60))
+    counts = export_core_journal(
+        core.url, datetime.now(UTC), timedelta(minutes=15), tmp_path, timedelta(seconds=60), token=core.token
+    )
 
     assert time.monotonic() - started < 30
     assert counts["core_journal_awaited"] == 0

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
-import httpx
 import pytest
 from pyspark.sql import SparkSession
 
@@ -27,7 +26,7 @@ async def _book(core: CoreBank, items: list[tuple[str, int]]) -> dict[str, str]:
     """Book (key, amount) transfers in AUD between two fresh accounts; the core's transfer id per key. Returns
     once the journal export shows them: a transaction running anywhere on the shared PostgreSQL server holds
     the export back (docs/core-banking.md), and this test is about what the job does with what it reads."""
-    async with httpx.AsyncClient(base_url=core.url, timeout=30) as client:
+    async with core.client(timeout=30) as client:
         debtor, creditor = await open_account(client, 10**9), await open_account(client)
         batch = [{**transfer(debtor, creditor, amount), "idempotency_key": key} for key, amount in items]
         results = (await client.post("/transfers/batch", json={"transfers": batch})).json()["results"]
@@ -104,6 +103,7 @@ def _run(spark: SparkSession, database: str, core: CoreBank, out: Path) -> tuple
         snapshot_dir=str(out / "snapshot"),
         database_url=database,
         core_url=core.url,
+        core_token=core.token,
     )
     counts = export(config)
     result = reconcile(spark, config)

@@ -90,6 +90,16 @@ def test_the_consumer_books_in_the_core_bank_service() -> None:
     assert all("REMIT_CORE_BANKING_URL" not in env for env in others.values())  # only the consumer books
 
 
+def test_remit_calls_the_core_bank_with_the_token_the_core_knows_it_by() -> None:
+    services = _load()["services"]
+    core, consumer = services["corebank"]["environment"], services["consumer"]["environment"]
+    token = consumer["REMIT_CORE_BANKING_TOKEN"]
+    assert token == "${COREBANK_REMIT_TOKEN:?set COREBANK_REMIT_TOKEN}"
+    assert core["COREBANK_CLIENT_TOKENS"] == '{"remit": ["' + token + '"]}'
+    assert "--faults" not in services["corebank"]["command"]  # fault injection is for tests and the demo
+    assert not {"COREBANK_FAULTS_ENABLED", "COREBANK_FAULTS_TOKEN"} & set(core)
+
+
 def test_published_ports_listen_on_loopback_only() -> None:
     services = _load()["services"]
     published = {name: s["ports"] for name, s in services.items() if "ports" in s}
@@ -112,7 +122,10 @@ def test_no_password_is_written_in_the_file() -> None:
     for name, service in services.items():
         for key, value in (service.get("environment") or {}).items():
             if re.search(r"PASS|SECRET|TOKEN", key):
-                assert SECRET.fullmatch(str(value)), (name, key)
+                # The variable itself, or a document (the core's JSON of clients) holding only variables.
+                rest = SECRET.sub("", str(value))
+                assert SECRET.search(str(value)), (name, key)
+                assert SECRET.fullmatch(str(value)) or not re.search(r"[A-Za-z0-9+/=_-]{12,}", rest), (name, key)
             for password in re.findall(r"://[^/:@]+:([^@]*)@", str(value)):
                 assert SECRET.fullmatch(password), (name, key)
 
@@ -194,9 +207,15 @@ def _compose_command() -> list[str]:
 def test_docker_compose_config_accepts_it() -> None:
     command = _compose_command()
     passwords = ("RABBITMQ_PASSWORD", "POSTGRES_PASSWORD", "REMIT_APP_DB_PASSWORD", "REMIT_SYSTEM_DB_PASSWORD")
-    env = {**os.environ, **{name: f"x{n}" for n, name in enumerate(passwords)}}
+    env = {**os.environ, **{name: f"x{n}" for n, name in enumerate(passwords)}, "COREBANK_REMIT_TOKEN": "t" * 40}
     result = subprocess.run([*command, "-f", str(COMPOSE), "config", "-q"], env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+    without_token = {k: v for k, v in env.items() if k != "COREBANK_REMIT_TOKEN"}
+    refused = subprocess.run(
+        [*command, "-f", str(COMPOSE), "config", "-q"], env=without_token, capture_output=True, text=True
+    )
+    assert refused.returncode != 0
+    assert "set COREBANK_REMIT_TOKEN" in refused.stderr
 
 
 def test_every_service_process_gets_both_database_roles() -> None:

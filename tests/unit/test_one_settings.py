@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
 
 from app.settings import Settings, environment_for
 
@@ -63,6 +64,7 @@ def test_a_child_started_with_environment_for_runs_with_the_same_settings(tmp_pa
         tier_workers={"free": 2, "basic": 3, "premium": 5, "enterprise": 10},
         trusted_publishers=["ingest-svc"],
         core_banking_url="http://127.0.0.1:8700",
+        core_banking_token=SecretStr("s" * 40),
         admin_cookie_secure=True,
         log_level="WARNING",
     )
@@ -77,5 +79,19 @@ def test_a_child_started_with_environment_for_runs_with_the_same_settings(tmp_pa
         check=True,
     )
     seen = json.loads(child.stdout)
-    assert seen == json.loads(settings.model_dump_json())
+    assert seen == json.loads(settings.model_dump_json())  # a secret shows as asterisks on both sides
     assert seen["system_database_url"] is None
+    assert environment_for(settings, inherited)["REMIT_CORE_BANKING_TOKEN"] == "s" * 40  # the secret, not its mask
+
+
+def test_the_core_token_is_required_with_a_core_and_never_shown(capsys: pytest.CaptureFixture[str]) -> None:
+    token = "remit-at-the-core-" + "x" * 30
+    with pytest.raises(ValueError, match="REMIT_CORE_BANKING_URL is set without REMIT_CORE_BANKING_TOKEN"):
+        Settings(core_banking_url="http://127.0.0.1:8700")
+    settings = Settings(core_banking_url="http://127.0.0.1:8700", core_banking_token=SecretStr(token))
+    for shown in (repr(settings), str(settings), settings.model_dump_json(), str(settings.model_dump())):
+        assert token not in shown
+    assert settings.core_banking_headers() == {"Authorization": f"Bearer {token}"}
+    with pytest.raises(ValueError, match="prefetch") as invalid:  # another field's error quotes no token either
+        Settings(core_banking_url="http://127.0.0.1:8700", core_banking_token=SecretStr(token), prefetch=-1)
+    assert token not in str(invalid.value)

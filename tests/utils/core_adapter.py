@@ -5,6 +5,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import httpx
+from pydantic import SecretStr
 
 from app.consumer.breaker import BreakerStatus, CircuitBreaker
 from app.consumer.core_banking import CoreOutcome
@@ -37,7 +38,11 @@ Watching = Callable[..., "Watched"]  # the `watching` fixture (tests/corebank/co
 def watch(
     core: CoreBank, threshold: int, read_timeout: float, batch_max: int = 1000, probe_interval: float = 0.2
 ) -> Watched:
-    settings = Settings(core_banking_url=core.url, core_banking_read_timeout_seconds=read_timeout)
+    settings = Settings(
+        core_banking_url=core.url,
+        core_banking_token=SecretStr(core.token),
+        core_banking_read_timeout_seconds=read_timeout,
+    )
     client = core_client(settings)
     breaker = CircuitBreaker(lambda: core_ready(client), threshold=threshold, probe_interval=probe_interval)
     watched = Watched(HttpCoreBanking(client, breaker, batch_max), breaker, client)

@@ -2,12 +2,13 @@
 OS process, and the ledger's invariants read straight from its database."""
 
 import asyncio
+import json
 import os
 import secrets
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,23 +33,69 @@ def dsn(database_url: str) -> str:
 
 SetFaults = Callable[..., Awaitable[None]]  # the `faults` fixture: PUT /_faults with these fields
 
+# remit's token and the faults token, one of each per test process: every core a test starts accepts them, so
+# a core restarted on the same port and database takes the same remit processes back, as a real one would.
+CORE_TOKEN = secrets.token_urlsafe(32)
+FAULTS_TOKEN = secrets.token_urlsafe(32)
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
 
 @dataclass
 class CoreBank:
-    """A running core: its process, its address and its database."""
+    """A running core: its process, its address, its database, and the token a client calls it with."""
 
     process: ServiceProcess
     database_url: str
+    token: str = CORE_TOKEN
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.process.port}"
 
+    @property
+    def headers(self) -> dict[str, str]:
+        return bearer(self.token)
 
-def start_corebank(database_url: str, log_path: Path, faults: bool = True, port: int | None = None) -> CoreBank:
+    @property
+    def fault_headers(self) -> dict[str, str]:
+        return bearer(FAULTS_TOKEN)
+
+    def client(self, **options: Any) -> httpx.AsyncClient:
+        """A client of the API with this core's token."""
+        return httpx.AsyncClient(base_url=self.url, headers=self.headers, **options)
+
+    def remit_env(self) -> dict[str, str]:
+        """What a remit process needs to book in this core."""
+        return {"REMIT_CORE_BANKING_URL": self.url, "REMIT_CORE_BANKING_TOKEN": self.token}
+
+    async def set_faults(self, **plan: Any) -> None:
+        async with httpx.AsyncClient(base_url=self.url, headers=self.fault_headers, timeout=10) as client:
+            (await client.put("/_faults", json=plan)).raise_for_status()
+
+
+def start_corebank(
+    database_url: str,
+    log_path: Path,
+    faults: bool = True,
+    port: int | None = None,
+    clients: Mapping[str, Sequence[str]] | None = None,
+    tokens_file: Path | None = None,
+    faults_token: str = FAULTS_TOKEN,
+) -> CoreBank:
+    """The core as a process. Its clients: `clients` (name -> tokens), else the tokens in `tokens_file`, else
+    remit with CORE_TOKEN; with `faults`, /_faults behind FAULTS_TOKEN."""
     port = port or free_port()
     args = [sys.executable, "-m", "corebank", "serve", "--port", str(port), "--faults" if faults else "--no-faults"]
-    env = {**os.environ, "COREBANK_DATABASE_URL": database_url}
+    env = {**os.environ, "COREBANK_DATABASE_URL": database_url, "COREBANK_FAULTS_TOKEN": faults_token}
+    env.pop("COREBANK_CLIENT_TOKENS", None)
+    env.pop("COREBANK_CLIENT_TOKENS_FILE", None)
+    if tokens_file is not None:
+        env["COREBANK_CLIENT_TOKENS_FILE"] = str(tokens_file)
+    else:
+        env["COREBANK_CLIENT_TOKENS"] = json.dumps(dict({"remit": [CORE_TOKEN]} if clients is None else clients))
     process = ServiceProcess(args, env, log_path)
     process.port = port
     return CoreBank(process, database_url)
@@ -56,7 +103,7 @@ def start_corebank(database_url: str, log_path: Path, faults: bool = True, port:
 
 async def wait_ready(core: CoreBank, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
-    async with httpx.AsyncClient(base_url=core.url, timeout=2) as client:
+    async with httpx.AsyncClient(base_url=core.url, timeout=2) as client:  # /readyz answers anyone
         while time.monotonic() < deadline:
             if core.process.proc.poll() is not None:
                 raise AssertionError(f"corebank exited with {core.process.proc.returncode}:\n{core.process.log()}")
