@@ -89,16 +89,6 @@ async def post_batch(batch: BatchRequest, db: Db, faults: FaultState, settings: 
     return Response(result.model_dump_json(by_alias=True), media_type="application/json")
 
 
-@router.get("/transfers/{idempotency_key}", responses=declared(422, 500, 503))
-async def get_transfer(
-    idempotency_key: Annotated[str, Path(pattern=KEY_PATTERN, description=KEY_DOC)], db: Db
-) -> TransferStatus:
-    """The key's status: booked (with the transfer id), rejected (with the reason), in progress, or unknown."""
-    async with db.connect() as conn:
-        [status] = await statuses(conn, [idempotency_key])
-    return status
-
-
 @router.post(
     "/transfers/status",
     responses=declared(422, 500, 503, _422="Invalid keys (`validation_failed`) or too many (`batch_too_large`)."),
@@ -109,6 +99,18 @@ async def post_status(request: KeysRequest, db: Db, settings: Settings) -> Statu
         raise BatchTooLarge(f"at most {settings.batch_max} keys per request")
     async with db.connect() as conn:
         return StatusList(results=await statuses(conn, request.idempotency_keys))
+
+
+# After /transfers/status: a request to that path with another method must find that route first (its
+# `Allow` answer names POST), though a key may be spelt `status`.
+@router.get("/transfers/{idempotency_key}", responses=declared(422, 500, 503))
+async def get_transfer(
+    idempotency_key: Annotated[str, Path(pattern=KEY_PATTERN, description=KEY_DOC)], db: Db
+) -> TransferStatus:
+    """The key's status: booked (with the transfer id), rejected (with the reason), in progress, or unknown."""
+    async with db.connect() as conn:
+        [status] = await statuses(conn, [idempotency_key])
+    return status
 
 
 async def _book(db: Database, faults: Faults, transfers: Sequence[BatchTransfer]) -> list[Outcome]:
