@@ -49,8 +49,9 @@ def _summary_table(result: ReconcileResult) -> Table:
         counts = ("accepted_count", "accepted_cents", "amqp_count", "processed_count", "dead_lettered_count",
                   "expired_count", "in_flight_count", *core_columns.values())  # fmt: skip
         table.add_row(
-            str(row["correlation_id"]),
-            str(row["currency"]),
+            # A batch id may be a direct publisher's (a dead letter's correlation_id): Text, never read as markup.
+            Text(str(row["correlation_id"])),
+            Text(str(row["currency"])),
             *[f"{row[c]:,}" for c in counts],
             f"{row['break_count']:,}" + ("" if row["totals_ok"] else " +totals"),
             Text(state, style=_STATE_STYLE[state]),
