@@ -323,8 +323,16 @@ async def running_relay(settings: Settings, ports: Ports, once: bool = False) ->
 
 
 def archiver_broker(settings: Settings) -> RabbitBroker:
-    """FastStream's broker with the archiver's subscriber on the dead-letter queue (connected when it runs)."""
-    broker = BackingOffRabbitBroker(settings.amqp_url, default_channel=Channel(prefetch_count=ARCHIVER_PREFETCH))
+    """FastStream's broker with the archiver's subscriber on the dead-letter queue (connected when it runs).
+
+    Its lines (a delivery received, processed) go through remit's logging: FastStream's own handler writes the
+    delivery's AMQP message_id as it came, and a direct publisher chooses that (an ESC sequence reached the
+    archiver's log raw); remit's handler masks and escapes (app/logs.py)."""
+    broker = BackingOffRabbitBroker(
+        settings.amqp_url,
+        default_channel=Channel(prefetch_count=ARCHIVER_PREFETCH),
+        logger=logging.getLogger("remit.archiver.broker"),
+    )
     register_archiver(broker, Topology.from_settings(settings))
     return broker
 

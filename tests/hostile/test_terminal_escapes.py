@@ -114,13 +114,17 @@ async def test_a_direct_publishers_escape_codes_reach_no_operator_terminal(
     assert rb"\u009b2J\u202e SECURITY" in peeked  # the body's start, shown escaped
     assert b"[/]" in peeked  # the message_id's markup, shown as written (it was a MarkupError and a traceback)
 
-    consumer = ServiceProcess.consumer(env, logs_dir / "consumer.log")
-    archiver = start_archiver(env, logs_dir / "archiver.log")
+    # Their logs in plain text, everything from INFO: what a `tail -f` on a terminal shows.
+    chatty = {**env, "REMIT_LOG_FORMAT": "plain", "REMIT_LOG_LEVEL": "INFO"}
+    consumer = ServiceProcess.consumer(chatty, logs_dir / "consumer.log")
+    archiver = start_archiver(chatty, logs_dir / "archiver.log")
     try:
         stored = await wait_for_dead_letters(uow_factory, tenant, 3, timeout=90)
     finally:
         consumer.stop()
         archiver.stop()
+    for log in (consumer.log_path, archiver.log_path):  # FastStream's CLI colours its own lines: styles only
+        assert unsafe_in_a_terminal(log.read_bytes()) == [], (log.name, log.read_bytes()[-3_000:])
     ids = [str(d.dead_letter_id) for d in stored]
 
     listed = await run(env, "dlq", "list", "--tenant", tenant)
