@@ -202,6 +202,19 @@ class Settings(BaseSettings):
         "core_banking_url. Never logged or shown. To rotate it, the core accepts the new token beside the old, "
         "remit's processes are restarted with the new one one at a time, then the core drops the old.",
     )
+    core_banking_ca_file: str | None = Field(
+        default=None,
+        description="CA certificates (PEM) the core's certificate is verified with, for an https:// URL; unset: "
+        "the default trust store (certifi's).",
+    )
+    core_banking_client_cert_file: str | None = Field(
+        default=None,
+        description="remit's client certificate (PEM) for a core that requires mutual TLS; with "
+        "core_banking_client_key_file. The token is sent as well.",
+    )
+    core_banking_client_key_file: str | None = Field(
+        default=None, description="The private key (PEM) of core_banking_client_cert_file."
+    )
     core_banking_connect_timeout_seconds: float = Field(
         default=2.0, gt=0, description="Most time to open a connection to the core; nothing was sent if it passes."
     )
@@ -278,6 +291,8 @@ class Settings(BaseSettings):
                 "REMIT_CORE_BANKING_URL is set without REMIT_CORE_BANKING_TOKEN: remit authenticates to its core "
                 '(docs/core-banking.md, "Authentication")'
             )
+        if (self.core_banking_client_cert_file is None) != (self.core_banking_client_key_file is None):
+            raise ValueError("REMIT_CORE_BANKING_CLIENT_CERT_FILE and REMIT_CORE_BANKING_CLIENT_KEY_FILE go together")
         return self
 
     def core_banking_headers(self) -> dict[str, str]:

@@ -143,6 +143,10 @@ def credentials_for(settings: CoreBankSettings) -> ClientTokens:
     """The client tokens a serving core starts with; BadCredentials (start-up refuses, one line) when it has
     none, or faults enabled without a faults token of their own."""
     tokens = ClientTokens(settings.client_tokens, settings.client_tokens_file)
+    if settings.tls_client_ca_file is not None and settings.tls_certfile is None:
+        raise BadCredentials("COREBANK_TLS_CLIENT_CA_FILE (mutual TLS) needs COREBANK_TLS_CERTFILE and _KEYFILE")
+    if (settings.tls_certfile is None) != (settings.tls_keyfile is None):
+        raise BadCredentials("COREBANK_TLS_CERTFILE and COREBANK_TLS_KEYFILE go together")
     if not tokens.clients:
         raise BadCredentials(
             "no client may call this core: set COREBANK_CLIENT_TOKENS (or COREBANK_CLIENT_TOKENS_FILE) to a JSON "

@@ -3,9 +3,10 @@
 import asyncio
 import functools
 import logging
+import ssl
 from collections.abc import Callable
 from pathlib import Path
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import typer
 import uvicorn
@@ -76,7 +77,19 @@ def serve(
         loop="uvloop",
         log_level="warning",
         access_log=False,
+        **tls_options(settings),
     )
+
+
+def tls_options(settings: CoreBankSettings) -> dict[str, Any]:
+    """uvicorn's TLS options: HTTPS with the server's certificate, and with a client CA, mutual TLS (a client
+    without a certificate that CA signed is refused in the handshake)."""
+    if settings.tls_certfile is None:
+        return {}
+    options: dict[str, Any] = {"ssl_certfile": str(settings.tls_certfile), "ssl_keyfile": str(settings.tls_keyfile)}
+    if settings.tls_client_ca_file is not None:
+        options |= {"ssl_ca_certs": str(settings.tls_client_ca_file), "ssl_cert_reqs": ssl.CERT_REQUIRED}
+    return options
 
 
 @db_app.command("upgrade")

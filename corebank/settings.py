@@ -35,6 +35,15 @@ class CoreBankSettings(BaseSettings):
         default=None,
         description="The bearer token of /_faults, its own: a client's token does not open it, nor it the API.",
     )
+    tls_certfile: Path | None = Field(
+        default=None, description="The server's certificate chain (PEM): `serve` speaks HTTPS. With tls_keyfile."
+    )
+    tls_keyfile: Path | None = Field(default=None, description="The server certificate's private key (PEM).")
+    tls_client_ca_file: Path | None = Field(
+        default=None,
+        description="CA certificates (PEM) a client's certificate must be signed by (mutual TLS): a client without "
+        "one is refused in the TLS handshake, before HTTP. Needs tls_certfile. A client still sends its token.",
+    )
     pool_size: PositiveInt = Field(default=10, description="Database connections the server keeps.")
     batch_max: PositiveInt = Field(
         default=1000, description="Most transfers (or keys) in one POST /transfers/batch or /transfers/status."

@@ -12,6 +12,13 @@ SYSTEM_SCOPE: Final = {"remit.scope": "system"}
 
 
 @dataclass(frozen=True)
+class CoreTls:
+    ca_file: str | None = None  # verifies the core's certificate; None: the default trust store
+    client_cert_file: str | None = None  # remit's certificate, where the core requires mutual TLS
+    client_key_file: str | None = None
+
+
+@dataclass(frozen=True)
 class RunConfig:
     as_of: datetime  # aware, UTC
     out_dir: str
@@ -20,6 +27,7 @@ class RunConfig:
     database_url: str | None = None  # SQLAlchemy or libpq form; None: nothing is recorded in PostgreSQL
     core_url: str | None = None  # the external core's base URL: its journal is exported too (three-way)
     core_token: str | None = field(default=None, repr=False)  # the bearer token the core gave remit; never shown
+    core_tls: CoreTls | None = None  # the core's CA and remit's client certificate, for https (mutual TLS)
 
 
 AS_OF_FORMS = "use an ISO 8601 time with a UTC offset (2025-05-02T00:00:00Z, 2025-05-02T00:00:00+10:00) or now"

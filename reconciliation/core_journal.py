@@ -20,6 +20,7 @@ returned as `core_journal_awaited`.
 """
 
 import re
+import ssl
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -28,6 +29,7 @@ from typing import Any, Final
 import httpx
 import pyarrow.parquet as pq
 
+from reconciliation.config import CoreTls
 from reconciliation.snapshot import CORE_JOURNAL, PROCESSED_MESSAGES, halves
 
 PAGE_SIZE: Final = 5000  # the core's largest page
@@ -93,6 +95,17 @@ def _credential(token: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"} if token else {}
 
 
+def _verify(tls: CoreTls | None) -> ssl.SSLContext | bool:
+    """The core's certificate verified with its CA file (else the default trust store), and remit's client
+    certificate presented where the core requires mutual TLS."""
+    if tls is None or (tls.ca_file is None and tls.client_cert_file is None):
+        return True
+    context = ssl.create_default_context(cafile=tls.ca_file)
+    if tls.client_cert_file is not None:
+        context.load_cert_chain(tls.client_cert_file, tls.client_key_file)
+    return context
+
+
 def awaited_keys(snapshot_dir: Path) -> set[str]:
     """The core's keys of every transfer remit's snapshot recorded (its idempotency records with a core id)."""
     columns = ["tenant_id", *halves("message_id"), "core_transfer_id"]
@@ -109,6 +122,7 @@ def export_core_journal(
     catch_up: timedelta = timedelta(minutes=2),
     timeout: float = 60.0,
     token: str | None = None,
+    tls: CoreTls | None = None,
 ) -> dict[str, int]:
     """Write `<snapshot_dir>/core_journal.parquet` (after remit's snapshot, which it reads for the keys to
     wait for); returns its row count, the foreign transfers left out and the awaited ones that never came."""
@@ -119,7 +133,7 @@ def export_core_journal(
     asked = False
     after = "0.0"
     with (
-        httpx.Client(base_url=core_url, timeout=timeout, headers=_credential(token)) as client,
+        httpx.Client(base_url=core_url, timeout=timeout, headers=_credential(token), verify=_verify(tls)) as client,
         pq.ParquetWriter(CORE_JOURNAL.path(snapshot_dir), CORE_JOURNAL.arrow_schema(), compression="snappy") as writer,
     ):
         while True:

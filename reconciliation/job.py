@@ -27,7 +27,7 @@ from rich.console import Console
 
 from reconciliation import statuses as st
 from reconciliation.classify import classify_messages, three_way
-from reconciliation.config import DEFAULT_GRACE_MINUTES, RunConfig, parse_as_of
+from reconciliation.config import DEFAULT_GRACE_MINUTES, CoreTls, RunConfig, parse_as_of
 from reconciliation.core_journal import export_core_journal
 from reconciliation.export import export_snapshot
 from reconciliation.names import resolve_names
@@ -111,7 +111,9 @@ def export(config: RunConfig) -> dict[str, int]:
     counts = asyncio.run(export_snapshot(config.database_url, config.as_of, snapshot_dir))
     if config.core_url is not None:
         counts.update(
-            export_core_journal(config.core_url, config.as_of, config.grace, snapshot_dir, token=config.core_token)
+            export_core_journal(
+                config.core_url, config.as_of, config.grace, snapshot_dir, token=config.core_token, tls=config.core_tls
+            )
         )
     return counts
 
@@ -155,6 +157,9 @@ def _parse_args(argv: list[str] | None) -> tuple[RunConfig, bool]:
         "--core-token-file",
         help="a file holding the bearer token the core gave remit (never on the command line, where `ps` shows it)",
     )
+    parser.add_argument("--core-ca-file", help="CA certificates (PEM) the core's https certificate is verified with")
+    parser.add_argument("--core-client-cert-file", help="remit's client certificate (PEM), for mutual TLS")
+    parser.add_argument("--core-client-key-file", help="its private key (PEM)")
     args = parser.parse_args(argv)
     token = Path(args.core_token_file).read_text().strip() if args.core_token_file else None
     config = RunConfig(
@@ -165,6 +170,7 @@ def _parse_args(argv: list[str] | None) -> tuple[RunConfig, bool]:
         database_url=args.database_url,
         core_url=args.core_url,
         core_token=token,
+        core_tls=CoreTls(args.core_ca_file, args.core_client_cert_file, args.core_client_key_file),
     )
     return config, args.snapshot is None
 

@@ -12,7 +12,7 @@ from app.cli.safe_console import SafeConsole
 from app.cli.spark_extra import spark_extra_required
 from app.settings import get_settings, system_url
 from reconciliation import statuses as st
-from reconciliation.config import DEFAULT_GRACE_MINUTES, RunConfig, parse_as_of
+from reconciliation.config import DEFAULT_GRACE_MINUTES, CoreTls, RunConfig, parse_as_of
 
 
 def reconcile_command(
@@ -70,6 +70,11 @@ def reconcile_command(
             database_url=database_url or system_url(settings),  # every tenant's rows: only remit_system sees them
             core_url=core_url or settings.core_banking_url,
             core_token=settings.core_banking_token.get_secret_value() if settings.core_banking_token else None,
+            core_tls=CoreTls(
+                settings.core_banking_ca_file,
+                settings.core_banking_client_cert_file,
+                settings.core_banking_client_key_file,
+            ),
         )
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc

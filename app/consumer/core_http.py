@@ -27,6 +27,7 @@ from app.consumer.breaker import CircuitBreaker
 from app.consumer.core_banking import Booked, CoreOutcome
 from app.consumer.core_keys import transfer_key
 from app.consumer.core_refusals import key_conflict, quote_core, refusal
+from app.consumer.core_tls import core_tls
 from app.errors import (
     CircuitOpen,
     CoreBankingUnavailable,
@@ -61,9 +62,16 @@ def core_client(settings: Settings) -> httpx.AsyncClient:
     )
     size = settings.core_banking_pool_size
     limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
-    # remit's credential on every request, the breaker's probe included (a core refuses a wrong one everywhere).
+    # remit's credentials on every request, the breaker's probe included (a core refuses a wrong one everywhere):
+    # its token, and its client certificate where the core requires mutual TLS.
     headers = settings.core_banking_headers()
-    return httpx.AsyncClient(base_url=settings.core_banking_url, timeout=timeout, limits=limits, headers=headers)
+    return httpx.AsyncClient(
+        base_url=settings.core_banking_url,
+        timeout=timeout,
+        limits=limits,
+        headers=headers,
+        verify=core_tls(settings),
+    )
 
 
 async def core_ready(client: httpx.AsyncClient) -> bool:

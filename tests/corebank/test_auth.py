@@ -12,6 +12,7 @@ a token of its own; and `serve` refuses to start without a client's token.
 
 import asyncio
 import json
+import re
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -19,7 +20,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+from pydantic import SecretStr
 
+from corebank.auth import credentials_for
+from corebank.errors import BadCredentials
+from corebank.settings import CoreBankSettings
 from tests.utils.corebank import (
     CORE_TOKEN,
     FAULTS_TOKEN,
@@ -210,3 +215,16 @@ async def settles(answers: Callable[[str], Awaitable[int]], token: str, status: 
             return True
         await asyncio.sleep(0.2)
     return False
+
+
+@pytest.mark.parametrize(
+    ("tls", "says"),
+    [
+        ({"tls_client_ca_file": Path("ca.pem")}, "mutual TLS) needs COREBANK_TLS_CERTFILE"),
+        ({"tls_certfile": Path("core.pem")}, "COREBANK_TLS_CERTFILE and COREBANK_TLS_KEYFILE go together"),
+    ],
+)
+def test_tls_settings_that_cannot_work_refuse_to_start(tls: dict[str, Path], says: str) -> None:
+    settings = CoreBankSettings(client_tokens={"remit": [SecretStr(CORE_TOKEN)]}).model_copy(update=tls)
+    with pytest.raises(BadCredentials, match=re.escape(says)):
+        credentials_for(settings)

@@ -95,3 +95,5 @@ def test_the_core_token_is_required_with_a_core_and_never_shown(capsys: pytest.C
     with pytest.raises(ValueError, match="prefetch") as invalid:  # another field's error quotes no token either
         Settings(core_banking_url="http://127.0.0.1:8700", core_banking_token=SecretStr(token), prefetch=-1)
     assert token not in str(invalid.value)
+    with pytest.raises(ValueError, match="CLIENT_CERT_FILE and REMIT_CORE_BANKING_CLIENT_KEY_FILE go together"):
+        Settings(core_banking_client_cert_file="/etc/remit/core-client.pem")

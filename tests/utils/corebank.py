@@ -5,6 +5,7 @@ import asyncio
 import json
 import os
 import secrets
+import ssl
 import sys
 import time
 import uuid
@@ -18,6 +19,7 @@ import httpx
 
 from corebank.migrations import upgrade_to_head
 from tests.utils.services import ServiceProcess, create_database, free_port
+from tests.utils.tls import MutualTls
 
 
 async def create_corebank_database() -> str:
@@ -50,10 +52,16 @@ class CoreBank:
     process: ServiceProcess
     database_url: str
     token: str = CORE_TOKEN
+    tls: MutualTls | None = None  # its server certificate and client CA (https, mutual TLS)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.process.port}"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.process.port}"
+
+    @property
+    def verify(self) -> ssl.SSLContext | bool:
+        """What a client verifies the core with, presenting the client certificate the core's CA signed."""
+        return self.tls.client_context() if self.tls else True
 
     @property
     def headers(self) -> dict[str, str]:
@@ -64,15 +72,17 @@ class CoreBank:
         return bearer(FAULTS_TOKEN)
 
     def client(self, **options: Any) -> httpx.AsyncClient:
-        """A client of the API with this core's token."""
-        return httpx.AsyncClient(base_url=self.url, headers=self.headers, **options)
+        """A client of the API with this core's token (and its client certificate, under mutual TLS)."""
+        return httpx.AsyncClient(base_url=self.url, headers=self.headers, verify=self.verify, **options)
 
     def remit_env(self) -> dict[str, str]:
         """What a remit process needs to book in this core."""
-        return {"REMIT_CORE_BANKING_URL": self.url, "REMIT_CORE_BANKING_TOKEN": self.token}
+        tls = self.tls.remit_env() if self.tls else {}
+        return {"REMIT_CORE_BANKING_URL": self.url, "REMIT_CORE_BANKING_TOKEN": self.token, **tls}
 
     async def set_faults(self, **plan: Any) -> None:
-        async with httpx.AsyncClient(base_url=self.url, headers=self.fault_headers, timeout=10) as client:
+        headers, verify = self.fault_headers, self.verify
+        async with httpx.AsyncClient(base_url=self.url, headers=headers, verify=verify, timeout=10) as client:
             (await client.put("/_faults", json=plan)).raise_for_status()
 
 
@@ -84,6 +94,7 @@ def start_corebank(
     clients: Mapping[str, Sequence[str]] | None = None,
     tokens_file: Path | None = None,
     faults_token: str = FAULTS_TOKEN,
+    tls: MutualTls | None = None,
 ) -> CoreBank:
     """The core as a process. Its clients: `clients` (name -> tokens), else the tokens in `tokens_file`, else
     remit with CORE_TOKEN; with `faults`, /_faults behind FAULTS_TOKEN."""
@@ -96,14 +107,15 @@ def start_corebank(
         env["COREBANK_CLIENT_TOKENS_FILE"] = str(tokens_file)
     else:
         env["COREBANK_CLIENT_TOKENS"] = json.dumps(dict({"remit": [CORE_TOKEN]} if clients is None else clients))
+    env.update(tls.core_env() if tls else {})
     process = ServiceProcess(args, env, log_path)
     process.port = port
-    return CoreBank(process, database_url)
+    return CoreBank(process, database_url, tls=tls)
 
 
 async def wait_ready(core: CoreBank, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
-    async with httpx.AsyncClient(base_url=core.url, timeout=2) as client:  # /readyz answers anyone
+    async with httpx.AsyncClient(base_url=core.url, timeout=2, verify=core.verify) as client:  # /readyz: anyone
         while time.monotonic() < deadline:
             if core.process.proc.poll() is not None:
                 raise AssertionError(f"corebank exited with {core.process.proc.returncode}:\n{core.process.log()}")
