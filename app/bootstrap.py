@@ -29,6 +29,7 @@ from app.consumer.core_link import CoreLink, breaker_metrics, show_breaker
 from app.consumer.delivery import BodyLimits
 from app.consumer.failures import FailureRouter, Republisher, RetryPolicy
 from app.consumer.intake import IntakePolicy
+from app.consumer.pool_connections import PoolConnections
 from app.consumer.pools import PoolManager, WorkerSettings
 from app.consumer.processor import PaymentProcessor
 from app.consumer.republisher import AmqpRepublisher
@@ -252,6 +253,7 @@ async def running_consumer(settings: Settings, ports: Ports) -> AsyncIterator[Ru
         )
         pools = PoolManager(
             broker.connection,
+            PoolConnections(settings.amqp_url, "remit-consumer"),
             broker.topology,
             workers,
             services.processor.process_batch,

@@ -24,6 +24,7 @@ from uuid import UUID
 
 from app.deadletters import reasons
 from app.messaging import headers as h
+from app.messaging.lenient_properties import Unreadable
 from app.storage.text import storable
 from app.tenancy.identity import PublisherIdentity
 
@@ -53,9 +54,12 @@ class Archiving:
 
 def to_row(incoming: IncomingDeadLetter, now: datetime, archiving: Archiving) -> dict[str, Any]:
     """The dead_letters row for one delivery (first_failed_at is settled by the store)."""
-    raw = incoming.headers if isinstance(incoming.headers, Mapping) else {}
+    raw = dict(incoming.headers) if isinstance(incoming.headers, Mapping) else {}
+    unreadable = Unreadable.taken_from(raw)  # the archiver's own read of its properties (app/messaging/amqp_guard.py)
     trusted = archiving.identity.is_trusted(incoming.user_id)
     believed, claims = split_claims(raw, trusted)
+    if unreadable is not None:
+        believed |= unreadable_headers(unreadable)
     death = latest_death(raw)
     reason = reason_of(believed, death)
     failed_at, event = failure_event(believed, death, now)
@@ -113,6 +117,14 @@ def split_claims(raw: Mapping[str, Any], trusted: bool) -> tuple[dict[str, Any],
     return believed, {k: v for k, v in raw.items() if str(k).startswith(h.PREFIX)}
 
 
+def unreadable_headers(unreadable: Unreadable) -> dict[str, Any]:
+    return {
+        h.PROPERTIES_UNREADABLE: unreadable.why,
+        h.PROPERTIES_LENGTH: unreadable.length,
+        h.PROPERTIES_SHA256: unreadable.sha256,
+    }
+
+
 def published_by(believed: Mapping[str, Any], user_id: str | None, trusted: bool) -> str | None:
     """The consumer names the original publisher of what it dead-letters; otherwise the login that did."""
     named = as_text(believed.get(h.PUBLISHED_BY)) if trusted else None
@@ -166,6 +178,8 @@ def reason_of(raw: Mapping[str, Any], death: Mapping[str, Any] | None) -> str:
         return ours
     if death is not None:
         return reasons.BROKER_REASONS.get(as_text(death.get("reason")) or "", reasons.UNKNOWN)
+    if raw.get(h.PROPERTIES_UNREADABLE) is not None:
+        return reasons.UNREADABLE_PROPERTIES  # nothing that could be read says why it is here
     return reasons.UNKNOWN
 
 
@@ -189,6 +203,9 @@ def error_of(raw: Mapping[str, Any], death: Mapping[str, Any] | None, reason: st
     error_message = as_text(raw.get(h.ERROR_MESSAGE))
     if error_type or error_message:
         return error_type, error_message
+    unreadable = as_text(raw.get(h.PROPERTIES_UNREADABLE))
+    if unreadable is not None and death is None:
+        return "UnreadableProperties", f"AMQP properties unreadable ({unreadable})"
     if death is not None:
         return "BrokerDeadLetter", (
             f"RabbitMQ dead-lettered it from queue {as_text(death.get('queue'))!r} "
