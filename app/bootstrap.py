@@ -200,6 +200,7 @@ def consumer_broker(settings: Settings) -> RabbitBroker:
     return BackingOffRabbitBroker(
         settings.amqp_url,
         default_channel=Channel(on_return_raises=True),
+        client_properties={"connection_name": "remit-consumer process"},
         graceful_timeout=CONSUMER_GRACEFUL_SECONDS,
         log_level=logging.DEBUG,
     )
@@ -326,7 +327,11 @@ async def running_relay(settings: Settings, ports: Ports, once: bool = False) ->
 
 def archiver_broker(settings: Settings) -> RabbitBroker:
     """FastStream's broker with the archiver's subscriber on the dead-letter queue (connected when it runs)."""
-    broker = BackingOffRabbitBroker(settings.amqp_url, default_channel=Channel(prefetch_count=ARCHIVER_PREFETCH))
+    broker = BackingOffRabbitBroker(
+        settings.amqp_url,
+        default_channel=Channel(prefetch_count=ARCHIVER_PREFETCH),
+        client_properties={"connection_name": "remit-archiver"},
+    )
     register_archiver(broker, Topology.from_settings(settings))
     return broker
 

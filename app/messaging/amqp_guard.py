@@ -23,6 +23,7 @@ when any other module of remit assigns into or subclasses a private name of aior
 
 import logging
 from collections.abc import Callable
+
 import pamqp.frame
 from pamqp.constants import FRAME_HEADER
 from pamqp.header import ContentHeader

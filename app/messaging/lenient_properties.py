@@ -175,7 +175,7 @@ def _entries(raw: bytes) -> Any:
         try:
             key = key_raw.decode("utf-8")
             _, value = decode.embedded_value(value_raw)
-        except Exception:  # RecursionError included: this entry is dropped, the next still read
+        except Exception:  # noqa: S112 - RecursionError included: this entry is dropped, the next read (the guard logs)
             continue
         yield key, value, at - start
 
