@@ -77,4 +77,7 @@ OPEN = "open"
 REPLAYED = "replayed"
 RESOLVED = "resolved"
 DISCARDED = "discarded"
-STATUSES = (OPEN, REPLAYED, RESOLVED, DISCARDED)
+# Filed for a payment its tenant's idempotency record holds already (booked before the broker dead-lettered a copy
+# of it): not money at risk, never replayed.
+ALREADY_PROCESSED = "already_processed"
+STATUSES = (OPEN, REPLAYED, RESOLVED, DISCARDED, ALREADY_PROCESSED)
