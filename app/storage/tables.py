@@ -225,7 +225,7 @@ dead_letters = Table(
     Column("original_queue", Text),
     Column("body", LargeBinary, nullable=False),
     Column("headers", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
-    Column("status", String(16), nullable=False, server_default="open"),
+    Column("status", String(24), nullable=False, server_default="open"),
     # The dead letter this one is a replay of (header remit-replay-of), when a replay failed again.
     Column("replay_of", BigInteger),
     # SHA-256 of what its body moves, as processed_messages has it (app/consumer/digest.py); NULL when the body is

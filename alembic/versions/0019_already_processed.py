@@ -7,7 +7,7 @@ Now the archiver records the digest of what its body moves (`payment_digest`, as
 files it `already_processed` when its tenant's idempotency record holds the same payment; the value-at-risk
 views also leave out an open one whose payment was booked after it was filed.
 
-Revision ID: 0019_dead_letters_already_processed
+Revision ID: 0019_already_processed
 Revises: 0018_outbox_refusals
 """
 
@@ -18,7 +18,7 @@ from sqlalchemy.sql.elements import conv
 
 from alembic import op
 
-revision: str = "0019_dead_letters_already_processed"
+revision: str = "0019_already_processed"
 down_revision: str | None = "0018_outbox_refusals"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
@@ -31,6 +31,7 @@ NEW = "status in ('open','replayed','resolved','discarded','already_processed')"
 
 def upgrade() -> None:
     op.add_column("dead_letters", sa.Column("payment_digest", sa.LargeBinary(), nullable=True))
+    op.alter_column("dead_letters", "status", type_=sa.String(24), existing_type=sa.String(16))
     op.drop_constraint(STATUS, "dead_letters", type_="check")
     op.create_check_constraint(STATUS, "dead_letters", NEW)
 
@@ -39,4 +40,5 @@ def downgrade() -> None:
     op.execute("UPDATE dead_letters SET status = 'resolved' WHERE status = 'already_processed'")
     op.drop_constraint(STATUS, "dead_letters", type_="check")
     op.create_check_constraint(STATUS, "dead_letters", OLD)
+    op.alter_column("dead_letters", "status", type_=sa.String(16), existing_type=sa.String(24))
     op.drop_column("dead_letters", "payment_digest")
