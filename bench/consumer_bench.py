@@ -37,7 +37,6 @@ import asyncpg
 import uvloop
 from aio_pika.abc import AbstractIncomingMessage
 
-
 LOGS = Path("/tmp/remit-bench-logs")
 LOGS.mkdir(exist_ok=True)
 # Each drain's window in epoch seconds (first message, last message, messages), appended to LOGS/drains.txt with its
@@ -90,8 +89,7 @@ async def drain_raw(env: r.BenchEnv, queue: str, n: int, processes: int) -> floa
     ctx = multiprocessing.get_context("spawn")
     counts, firsts, stop = ctx.Array("q", processes, lock=False), ctx.Array("d", processes, lock=False), ctx.Event()
     children = [
-        ctx.Process(target=_raw_child, args=(env.amqp_url, queue, i, counts, firsts, stop))
-        for i in range(processes)
+        ctx.Process(target=_raw_child, args=(env.amqp_url, queue, i, counts, firsts, stop)) for i in range(processes)
     ]
     for child in children:
         child.start()
