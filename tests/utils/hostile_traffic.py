@@ -243,18 +243,17 @@ async def send_all(
             try:
                 if message.raw_properties is not None:
                     await hostile.publish_raw(message.body, message.raw_properties)
-                    sent.accepted.append(message)
-                    continue
-                await hostile.publish_bytes(
-                    message.body,
-                    f"{victim.tenant}.payment" if message.victim_key else None,
-                    message_id=message.message_id,
-                    user_id=victim.user if message.forge_user else attacker.user,
-                    tenant_header=message.tenant_header,
-                    extra_headers=message.extra_headers,
-                    expiration=message.expiration,
-                    content_type=message.content_type,
-                )
+                else:
+                    await hostile.publish_bytes(
+                        message.body,
+                        f"{victim.tenant}.payment" if message.victim_key else None,
+                        message_id=message.message_id,
+                        user_id=victim.user if message.forge_user else attacker.user,
+                        tenant_header=message.tenant_header,
+                        extra_headers=message.extra_headers,
+                        expiration=message.expiration,
+                        content_type=message.content_type,
+                    )
             except (aiormq.exceptions.AMQPError, ConnectionError) as exc:
                 sent.refused.append((message, type(exc).__name__))
             else:

@@ -4,10 +4,12 @@ The tests give it any body, headers, message_id, expiration and user_id they lik
 decides what it refuses (a routing key outside `<tenant>.*`: 403; a user_id other than the login: 406).
 """
 
+import contextlib
 from collections.abc import Mapping
 from typing import Any
 
 import aio_pika
+import aiormq
 import httpx
 
 from app.messaging import headers
@@ -109,6 +111,7 @@ class TenantSession:
         self._publisher = publisher
         self._connection: aio_pika.abc.AbstractConnection | None = None
         self._channel: aio_pika.abc.AbstractChannel | None = None
+        self._refused = False  # the broker closed the connection over the last publish: open a new one
 
     async def __aenter__(self) -> "TenantSession":
         self._connection = await aio_pika.connect(self._publisher.url)
@@ -146,9 +149,11 @@ class TenantSession:
         """The session's channel, opened again after a refusal closed it (a connection, too: RabbitMQ closes the
         connection over a frame it cannot parse)."""
         assert self._connection is not None, "use the session as an async context manager"
-        if self._connection.is_closed:
+        if self._connection.is_closed or self._refused:
+            with contextlib.suppress(Exception):
+                await self._connection.close()
             self._connection = await aio_pika.connect(self._publisher.url)
-            self._channel = None
+            self._channel, self._refused = None, False
         if self._channel is None or self._channel.is_closed:
             self._channel = await self._connection.channel(publisher_confirms=True, on_return_raises=True)
         return self._channel
@@ -157,7 +162,11 @@ class TenantSession:
         """`body` with properties that are `raw_properties` on the wire (tests/utils/hostile_properties.py), on the
         tenant's own key, confirmed."""
         underlay = await (await self._open_channel()).get_underlay_channel()
-        await publish_raw(underlay, f"{self._publisher.tenant}.payment", body, raw_properties)
+        try:
+            await publish_raw(underlay, f"{self._publisher.tenant}.payment", body, raw_properties)
+        except Exception as refused:  # RabbitMQ closes the connection over a frame it cannot parse
+            self._refused = True
+            raise aiormq.exceptions.AMQPError(f"refused: {refused!r}") from refused
 
 
 class TenantUsers:
