@@ -237,7 +237,14 @@ class Settings(BaseSettings):
     admin_host: str = Field(default="127.0.0.1", description="Address `remit admin` listens on.")
     admin_port: int = Field(default=8080, ge=1, le=65535, description="Port `remit admin` listens on.")
     admin_max_upload_bytes: PositiveInt = Field(
-        default=20 * 1024 * 1024, description="Largest bulk file POST /v1/batches takes."
+        default=20 * 1024 * 1024,
+        description="Largest bank file POST /v1/batches and the console's upload take; the whole request body may "
+        "be 64 KiB more (multipart boundaries and fields). Read only once the caller is known.",
+    )
+    admin_max_request_bytes: PositiveInt = Field(
+        default=64 * 1024,
+        description="Largest body of every other admin request (JSON commands, console forms, the login). A body "
+        "declared larger is answered 413 before any of it is read, one sent chunked when it passes this.",
     )
     admin_session_idle_minutes: PositiveInt = Field(
         default=30, description="Console sessions end after this long unused."

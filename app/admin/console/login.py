@@ -4,13 +4,15 @@ import hmac
 import secrets
 from typing import Annotated
 
-from fastapi import APIRouter, Form, Request, status
+from fastapi import APIRouter, Request, status
 from fastapi.responses import RedirectResponse
+from pydantic import BaseModel, Field
 from starlette.responses import Response
 
 from app.admin.api_keys import authenticate
 from app.admin.auth import Services
 from app.admin.console.context import Console
+from app.admin.console.forms import read_form, session_form
 from app.admin.console.render import page
 from app.admin.services import AdminServices
 from app.admin.sessions import COOKIE
@@ -21,6 +23,16 @@ router = APIRouter(prefix="/console", include_in_schema=False)
 # a SameSite=Strict cookie and repeated in the form, which another site can neither read nor set.
 LOGIN_COOKIE = "remit_login"
 HOME = "/console/dead-letters"
+EXPIRED = "The login form expired. Please try again."
+
+
+class LoginForm(BaseModel):
+    api_key: Annotated[str, Field(max_length=200)]
+    login_token: Annotated[str, Field(max_length=100)] = ""
+
+
+class LogoutForm(BaseModel):
+    csrf_token: Annotated[str, Field(max_length=500)] = ""
 
 
 @router.get("")
@@ -34,16 +46,16 @@ async def login_form(request: Request, services: Services) -> Response:
 
 
 @router.post("/login")
-async def login(
-    request: Request,
-    services: Services,
-    api_key: Annotated[str, Form(max_length=200)],
-    login_token: Annotated[str, Form(max_length=100)] = "",
-) -> Response:
+async def login(request: Request, services: Services) -> Response:
+    """The form is read only after its login cookie is seen (a form posted without one is refused unread),
+    and is a few hundred bytes at most (Settings.admin_max_request_bytes bounds what is read)."""
     expected = request.cookies.get(LOGIN_COOKIE, "")
-    if not (expected and hmac.compare_digest(expected, login_token)):
-        return _login_page(request, services, "The login form expired. Please try again.", status.HTTP_403_FORBIDDEN)
-    caller = await authenticate(services.system_uow, api_key)
+    if not expected:
+        return _login_page(request, services, EXPIRED, status.HTTP_403_FORBIDDEN)
+    form = await read_form(request, LoginForm)
+    if not hmac.compare_digest(expected.encode(), form.login_token.encode()):
+        return _login_page(request, services, EXPIRED, status.HTTP_403_FORBIDDEN)
+    caller = await authenticate(services.system_uow, form.api_key)
     if caller is None:
         return _login_page(
             request, services, "That API key is not valid (or was revoked).", status.HTTP_401_UNAUTHORIZED
@@ -63,8 +75,8 @@ async def login(
 
 
 @router.post("/logout")
-async def logout(ctx: Console, services: Services, csrf_token: Annotated[str, Form()] = "") -> Response:
-    ctx.check_csrf(csrf_token)
+async def logout(ctx: Console, services: Services, form: Annotated[LogoutForm, session_form(LogoutForm)]) -> Response:
+    ctx.check_csrf(form.csrf_token)
     services.sessions.drop(ctx.session.session_id)
     response = RedirectResponse("/console/login", status.HTTP_303_SEE_OTHER)
     response.delete_cookie(COOKIE, path="/console")
