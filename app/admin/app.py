@@ -15,6 +15,7 @@ from starlette.responses import Response
 
 from app.admin import api_batches, api_dead_letters, api_payments, api_tenants, api_workers
 from app.admin.body_limit import BodyLimit, BodyLimits
+from app.admin.brake import AuthBrake
 from app.admin.console import actions, batches, login, pages, queues, reconciliation, trace, workers
 from app.admin.console.context import LoginRequired
 from app.admin.console.render import page
@@ -55,7 +56,7 @@ def create_admin_app(settings: Settings, ports: Ports | None = None) -> FastAPI:
         static_url=DOCS_STATIC,
     )
     app.openapi = lambda: openapi_document(app)  # type: ignore[method-assign]
-    edge = Edge(AdminMetrics())
+    edge = Edge(AdminMetrics(), AuthBrake(settings))
     app.state.edge = edge
     # Added last, so it wraps every other middleware and route: a body is bounded before anything reads it.
     limits = BodyLimits(request=settings.admin_max_request_bytes, upload_file=settings.admin_max_upload_bytes)

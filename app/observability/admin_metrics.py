@@ -7,6 +7,13 @@ from prometheus_client import CollectorRegistry, Counter
 class AdminMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
+        self.auth_refusals = Counter(
+            "remit_admin_auth_refusals",
+            "Failed authentications by surface (api: a key on a request; console: a login) and answer: "
+            "missing_key and wrong_key were answered 401, throttled_source and throttled_key 429 (the brake)",
+            ["surface", "reason"],
+            registry=self.registry,
+        )
         self.body_refusals = Counter(
             "remit_admin_body_refusals",
             "Request bodies refused 413 by route class (request, upload) and how they were found too large "
@@ -14,6 +21,9 @@ class AdminMetrics:
             ["route_class", "how"],
             registry=self.registry,
         )
+
+    def refused_auth(self, surface: str, reason: str) -> None:
+        self.auth_refusals.labels(surface, reason).inc()
 
     def refused_body(self, route_class: str, how: str) -> None:
         self.body_refusals.labels(route_class, how).inc()

@@ -11,9 +11,11 @@ from starlette.responses import Response
 
 from app.admin.api_keys import authenticate
 from app.admin.auth import Services
+from app.admin.brake import REFUSALS
 from app.admin.console.context import Console
 from app.admin.console.forms import read_form, session_form
 from app.admin.console.render import page
+from app.admin.edge import CONSOLE, EdgeState, host_of
 from app.admin.services import AdminServices
 from app.admin.sessions import COOKIE
 
@@ -46,7 +48,7 @@ async def login_form(request: Request, services: Services) -> Response:
 
 
 @router.post("/login")
-async def login(request: Request, services: Services) -> Response:
+async def login(request: Request, services: Services, edge: EdgeState) -> Response:
     """The form is read only after its login cookie is seen (a form posted without one is refused unread),
     and is a few hundred bytes at most (Settings.admin_max_request_bytes bounds what is read)."""
     expected = request.cookies.get(LOGIN_COOKIE, "")
@@ -57,9 +59,17 @@ async def login(request: Request, services: Services) -> Response:
         return _login_page(request, services, EXPIRED, status.HTTP_403_FORBIDDEN)
     caller = await authenticate(services.system_uow, form.api_key)
     if caller is None:
-        return _login_page(
-            request, services, "That API key is not valid (or was revoked).", status.HTTP_401_UNAUTHORIZED
-        )
+        verdict = edge.key_failed(CONSOLE, host_of(request), form.api_key)
+        if not verdict.refused:
+            return _login_page(
+                request, services, "That API key is not valid (or was revoked).", status.HTTP_401_UNAUTHORIZED
+            )
+        await edge.brake.hold()
+        wait = verdict.retry_after
+        message = f"Too many failed logins {REFUSALS[verdict.reason]}. Try again in {wait} seconds."
+        refused = _login_page(request, services, message, status.HTTP_429_TOO_MANY_REQUESTS)
+        refused.headers["Retry-After"] = str(wait)
+        return refused
     session = services.sessions.create(caller.key_id)
     response = RedirectResponse(HOME, status.HTTP_303_SEE_OTHER)
     response.set_cookie(
