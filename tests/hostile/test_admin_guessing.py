@@ -30,7 +30,7 @@ pytestmark = pytest.mark.integration
 DEFAULTS = Settings()
 PER_SOURCE = DEFAULTS.admin_auth_source_failures
 PER_KEY = DEFAULTS.admin_auth_key_failures
-DELAY = 0.05  # the process's refusal delay here (default 1 s), so that 300 refusals take seconds, not minutes
+DELAY = 0.02  # the process's refusal delay here (default 1 s), so that 300 refusals take seconds, not minutes
 
 
 @pytest.fixture
