@@ -5,7 +5,8 @@ Each route class has its limit: bank-file uploads (`POST /v1/batches`, `POST /co
 limit, every other request the small one (JSON commands, console forms, the login). The body is counted as
 the app receives it, chunked or not: past the limit the app's next read raises `BodyTooLarge`, a 413 that
 the app's own handlers answer (problem+json for the API, a page for the console) and that every parser
-treats as a failed read (Starlette's multipart parser closes the files it spooled). A body declared larger
+treats as a failed read (Starlette's multipart parser closes the files it spooled); once the response has
+started, a read past the limit waits instead, reading nothing more (see `_refusal`). A body declared larger
 than its limit fails at the first read, before any byte of it is taken from the socket (so a client that
 sent `Expect: 100-continue` is never asked for it). An answer given before the body was read to its end
 (a 413, or a 401 from a route that reads only after authentication) says `Connection: close`: the server
@@ -19,6 +20,7 @@ open, so the rest of an unread body is still read and discarded.
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import anyio
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -65,12 +67,10 @@ class BodyLimit:
             return
         route_class, limit = self.limits.of(scope["method"], scope["path"])
         body = _CountedBody(scope, route_class, limit, receive, self.on_refusal)
-        started = False
 
         async def send_closing(message: Message) -> None:
-            nonlocal started
             if message["type"] == "http.response.start":
-                started = True
+                body.answered = True
                 if not body.complete:
                     message = {**message, "headers": [*message.get("headers", []), (b"connection", b"close")]}
             await send(message)
@@ -78,7 +78,7 @@ class BodyLimit:
         try:
             await self.app(scope, body.receive, send_closing)
         except BodyTooLarge as exc:  # the app's handlers answer it; this is for a read outside their reach
-            if started:
+            if body.answered:
                 raise
             await problem(413, "content_too_large", str(exc.detail), headers={"Connection": "close"})(
                 scope, receive, send
@@ -94,6 +94,7 @@ class _CountedBody:
         self._refused = refused
         self.read = 0
         self.over = False
+        self.answered = False  # the response has started
         headers = Headers(scope=scope)
         length = headers.get("content-length")
         self.declared = int(length) if length is not None and length.isdigit() else None
@@ -101,19 +102,29 @@ class _CountedBody:
         self.complete = not chunked and not self.declared  # no body to read
 
     async def receive(self) -> Message:
-        if self.over:
-            raise BodyTooLarge(self.limit)
-        if self.declared is not None and self.declared > self.limit:
+        if not self.over and self.declared is not None and self.declared > self.limit:
             self._refuse(DECLARED)
+        if self.over:
+            return await self._refusal()
         message = await self._receive()
         if message["type"] == "http.request":
             self.read += len(message.get("body", b""))
+            self.complete = not message.get("more_body", False)
             if self.read > self.limit:
                 self._refuse(COUNTED)
-            self.complete = not message.get("more_body", False)
+                return await self._refusal()
         return message
 
     def _refuse(self, how: str) -> None:
         self.over = True
         self._refused(self.route_class, how, self.scope)
-        raise BodyTooLarge(self.limit)
+
+    async def _refusal(self) -> Message:
+        """A read past the limit fails while there is still a 413 to answer. Once the response has started,
+        the reader can only be a streaming response listening for the client to go (Starlette reads the body
+        for that when the server's ASGI spec is below 2.4, as uvicorn's is): it waits, reading nothing more,
+        until the response ends and the connection closes."""
+        if not self.answered:
+            raise BodyTooLarge(self.limit)
+        await anyio.sleep_forever()
+        raise BodyTooLarge(self.limit)  # not reached: the wait ends only by cancellation

@@ -3,10 +3,12 @@ server, no sockets. What the app reads is counted as it arrives; past the route'
 (413) and nothing more is taken from the server; a body declared too large fails at the first read without
 any of it being taken; an answer given before the body was read to its end closes the connection."""
 
-from collections.abc import Awaitable, Callable
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
+from starlette.responses import StreamingResponse
 from starlette.routing import Match
 from starlette.types import Message, Receive, Scope, Send
 
@@ -170,3 +172,36 @@ async def test_a_refusal_no_handler_answered_is_answered_413_in_the_problem_shap
     assert server.headers[b"connection"] == b"close"
     body: Any = server.sent[1]["body"]
     assert b'"code":"content_too_large"' in body
+
+
+class SlowServer(Server):
+    """Hands out pieces as a network does, a little at a time, so the response can start meanwhile."""
+
+    async def receive(self) -> Message:
+        await asyncio.sleep(0.001)
+        return await super().receive()
+
+
+async def test_a_streaming_answer_is_not_cut_by_a_body_read_only_to_listen_for_the_client() -> None:
+    """Starlette's StreamingResponse reads the body to notice a disconnect (ASGI spec below 2.4, as uvicorn
+    says): past the limit, after the response started, that reader waits instead of failing the response."""
+
+    async def chunks() -> AsyncIterator[bytes]:
+        for _ in range(5):
+            await asyncio.sleep(0.01)
+            yield b"row\n"
+
+    refused: list[tuple[str, str]] = []
+    server = SlowServer([b"x" * 60] * 1000)
+    request = {**scope(method="GET", path="/v1/batches/b/status-report", transfer_encoding="chunked")}
+    request["asgi"] = {"version": "3.0", "spec_version": "2.3"}
+    limit = BodyLimit(
+        StreamingResponse(chunks()), LIMITS, lambda route_class, how, _: refused.append((route_class, how))
+    )
+    await asyncio.wait_for(limit(request, server.receive, server.send), 5)
+    assert server.status == 200
+    assert b"".join(m.get("body", b"") for m in server.sent[1:]) == b"row\n" * 5  # the whole answer
+    assert server.sent[-1].get("more_body", False) is False
+    assert server.headers[b"connection"] == b"close"
+    assert server.taken == 2  # nothing read past the limit while it waited
+    assert refused == [(REQUEST, COUNTED)]
