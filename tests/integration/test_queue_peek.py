@@ -232,7 +232,7 @@ async def test_a_message_whose_headers_no_json_reader_takes_is_shown_unreadable(
         code, out = await remit(service_env.env(), "queues", "list", "--json")
         assert code == 0, out
         listed[:] = [q for q in json.loads(out)["live"]["queues"] if q["name"] == BASIC]
-        return listed[0]["ready"] == 2
+        return bool(listed[0]["ready"] == 2)
 
     await eventually(both_listed, timeout=30, poll=1.0)
     assert listed[0]["oldest_age_seconds"] is not None, "its timestamp read all the same"

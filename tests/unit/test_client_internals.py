@@ -84,14 +84,15 @@ def findings(source: str, path: str) -> Iterator[str]:
             name = node.args[1]
             assert isinstance(name, ast.Constant)
             targets = [ast.Attribute(value=node.args[0], attr=str(name.value), ctx=ast.Store())]
+        line = getattr(node, "lineno", 0)
         for target in targets:
             if not isinstance(target, ast.Attribute):
                 continue
             dotted = _dotted(target, imported)
             if dotted is not None and (path, dotted) not in GUARD:
-                yield f"{path}:{node.lineno} assigns into {dotted}"
+                yield f"{path}:{line} assigns into {dotted}"
             elif target.attr in private and not _own(target, node, subclasses):
-                yield f"{path}:{node.lineno} assigns {target.attr}, a private name of {'/'.join(LIBRARIES)}"
+                yield f"{path}:{line} assigns {target.attr}, a private name of {'/'.join(LIBRARIES)}"
         if isinstance(node, ast.ClassDef):
             bases = [_dotted(base, imported) for base in node.bases]
             for base in filter(None, bases):
