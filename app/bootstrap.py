@@ -29,6 +29,7 @@ from app.consumer.core_link import CoreLink, breaker_metrics, show_breaker
 from app.consumer.delivery import BodyLimits
 from app.consumer.failures import FailureRouter, Republisher, RetryPolicy
 from app.consumer.intake import IntakePolicy
+from app.consumer.pool_connections import PoolConnections
 from app.consumer.pools import PoolManager, WorkerSettings
 from app.consumer.processor import PaymentProcessor
 from app.consumer.republisher import AmqpRepublisher
@@ -199,6 +200,7 @@ def consumer_broker(settings: Settings) -> RabbitBroker:
     return BackingOffRabbitBroker(
         settings.amqp_url,
         default_channel=Channel(on_return_raises=True),
+        client_properties={"connection_name": "remit-consumer process"},
         graceful_timeout=CONSUMER_GRACEFUL_SECONDS,
         log_level=logging.DEBUG,
     )
@@ -252,6 +254,7 @@ async def running_consumer(settings: Settings, ports: Ports) -> AsyncIterator[Ru
         )
         pools = PoolManager(
             broker.connection,
+            PoolConnections(settings.amqp_url, "remit-consumer"),
             broker.topology,
             workers,
             services.processor.process_batch,
@@ -331,6 +334,7 @@ def archiver_broker(settings: Settings) -> RabbitBroker:
     broker = BackingOffRabbitBroker(
         settings.amqp_url,
         default_channel=Channel(prefetch_count=ARCHIVER_PREFETCH),
+        client_properties={"connection_name": "remit-archiver"},
         logger=logging.getLogger("remit.archiver.broker"),
     )
     register_archiver(broker, Topology.from_settings(settings))

@@ -90,6 +90,13 @@ class MessageTooLarge(InvalidMessage):
     reason = "oversize"
 
 
+class UnreadableProperties(InvalidMessage):
+    """Its AMQP properties or headers could not be read (app/messaging/amqp_guard.py): settled on its own, never
+    a closed connection; what could be read (its publisher's user_id) still decides whose it is."""
+
+    reason = "unreadable_properties"
+
+
 class RefusedByDatabase(InvalidMessage):
     """PostgreSQL refused this payment's own rows (a constraint, a value): trying again cannot help."""
 

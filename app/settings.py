@@ -257,7 +257,38 @@ class Settings(BaseSettings):
     admin_host: str = Field(default="127.0.0.1", description="Address `remit admin` listens on.")
     admin_port: int = Field(default=8080, ge=1, le=65535, description="Port `remit admin` listens on.")
     admin_max_upload_bytes: PositiveInt = Field(
-        default=20 * 1024 * 1024, description="Largest bulk file POST /v1/batches takes."
+        default=20 * 1024 * 1024,
+        description="Largest bank file POST /v1/batches and the console's upload take; the whole request body may "
+        "be 64 KiB more (multipart boundaries and fields). Read only once the caller is known.",
+    )
+    admin_max_request_bytes: PositiveInt = Field(
+        default=64 * 1024,
+        description="Largest body of every other admin request (JSON commands, console forms, the login). A body "
+        "declared larger is answered 413 before any of it is read, one sent chunked when it passes this.",
+    )
+    # The brake on guessing keys (docs/admin-api.md, "Failed authentication"): token buckets of failures.
+    admin_auth_source_failures: PositiveInt = Field(
+        default=20,
+        description="Failed authentications (API keys, console logins) one source address (an IPv6 /64) may make "
+        "in a row; past them a failure is answered 429 with Retry-After. A right key is never refused.",
+    )
+    admin_auth_source_refill_seconds: float = Field(
+        default=6.0, gt=0, description="One more failure is allowed to a source this often (10 a minute)."
+    )
+    admin_auth_key_failures: PositiveInt = Field(
+        default=10,
+        description="Failed authentications naming one API key (its id, the public part) from anywhere; past them "
+        "a wrong secret for it is answered 429 with Retry-After, while the right one still works.",
+    )
+    admin_auth_key_refill_seconds: float = Field(
+        default=30.0, gt=0, description="One more failure is allowed for a key this often (2 a minute)."
+    )
+    admin_auth_refusal_delay_seconds: float = Field(
+        default=1.0, ge=0, le=10, description="How long a 429 for failed authentication is held before it is sent."
+    )
+    admin_auth_tracked: PositiveInt = Field(
+        default=10_000,
+        description="Sources, and keys, whose failures are remembered (each); the least recently failing go first.",
     )
     admin_session_idle_minutes: PositiveInt = Field(
         default=30, description="Console sessions end after this long unused."

@@ -1,5 +1,5 @@
-"""End-to-end throughput and latency of remit booking into the external core, against the in-process ledger,
-in one run (issue 14 item 6; docs/benchmarks.md "External core").
+"""End-to-end throughput and latency of remit booking into the external core, against the core's own ceiling
+and the in-process ledger, in one run (issue 35; docs/benchmarks.md "External core").
 
 Two variants of the same real consumer process (`faststream run app.main:app`, group commit, the enterprise
 pool):
@@ -14,8 +14,15 @@ The payments are published straight to remit's `payments` exchange (remit's AMQP
 persistent), not by the outbox relay: the relay is the same in both variants and is measured on its own
 (bench/relay_bench.py); here it would only add a third process competing for the two cores.
 
+and a reference without remit:
+
+  plain   the core's own ceiling: a plain client (httpx, --plain-senders concurrent senders, one pooled
+          connection each) sends the same number of transfers, between the same accounts, in batches of
+          remit's commit batch max, to the same core; timed from the first request to the last answer
+
 Phase 1, throughput: per round, each variant in turn (the order alternates between rounds) drains
---messages pre-published payments; the drain is timed from the first `ledger` row to the N-th. The
+--messages pre-published payments; the drain is timed from the first `ledger` row to the N-th. The bar is
+remit through the core as a share of the core's own ceiling (core / plain). The
 payments spread over --debtors debtor and as many creditor accounts, all opened in the core with enough
 balance that nothing is refused (a single debtor would make every batch wait for the previous one's row
 lock: `--debtors 1` measures that case).
@@ -71,6 +78,7 @@ from tests.utils.corebank import (
     dsn,
     open_account,
     start_corebank,
+    transfer,
     wait_ready,
 )
 from tests.utils.factories import make_wire_dict
@@ -78,7 +86,8 @@ from tests.utils.services import drop_database
 
 LOGS = Path("/tmp/remit-bench-logs")
 LOGS.mkdir(exist_ok=True)
-VARIANTS = ("ledger", "core")
+VARIANTS = ("ledger", "core")  # remit's consumer, each way
+PLAIN = "plain"  # the core alone, from a plain client
 RICH = 10**15  # a debtor's opening balance: no bench run can spend it
 
 
@@ -284,7 +293,7 @@ async def scrape(port: int) -> Scrape:
 @dataclass
 class Results:
     loads: list[str] = field(default_factory=list)  # load average before each round
-    rates: dict[str, list[float]] = field(default_factory=lambda: {v: [] for v in VARIANTS})
+    rates: dict[str, list[float]] = field(default_factory=lambda: {v: [] for v in (*VARIANTS, PLAIN)})
     latency: dict[str, list[dict[str, float]]] = field(default_factory=lambda: {v: [] for v in VARIANTS})
     profiles: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
 
@@ -293,8 +302,8 @@ def load_average() -> str:
     return ", ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def order(round_no: int) -> tuple[str, ...]:
-    return VARIANTS if round_no % 2 else VARIANTS[::-1]
+def order(round_no: int, variants: tuple[str, ...] = VARIANTS) -> tuple[str, ...]:
+    return variants if round_no % 2 else variants[::-1]
 
 
 async def throughput_round(
@@ -306,6 +315,39 @@ async def throughput_round(
     await r.confirmed_publish(env.amqp_url, make_payments(args.messages, pairs))
     async with consumer(env, args, core if variant == "core" else None) as c:
         return await drain(env, args.messages, c.proc)
+
+
+async def plain_round(args: argparse.Namespace, core: CoreBank, pairs: list[tuple[Acct, Acct]]) -> float:
+    """The core's own ceiling: the same transfers (payment i between pairs[i % len(pairs)], 1,500.00 AUD) in batches
+    of --commit-batch-max from --plain-senders senders; transfers booked per second, first request to last answer."""
+    await stand_in_for_autovacuum(core, args)
+    transfers = [
+        {**transfer(*pairs[i % len(pairs)], 150_000), "idempotency_key": f"{r.TENANT}:{uuid6.uuid7()}"}
+        for i in range(args.messages)
+    ]
+    size = args.commit_batch_max
+    batches = [transfers[i : i + size] for i in range(0, len(transfers), size)]
+    booked = 0
+
+    async def sender() -> None:
+        nonlocal booked
+        async with httpx.AsyncClient(base_url=core.url, timeout=60, headers=core_headers()) as client:
+            while batches:
+                response = await client.post("/transfers/batch", json={"transfers": batches.pop()})
+                response.raise_for_status()
+                booked += sum(result["status"] == "booked" for result in response.json()["results"])
+
+    started = time.perf_counter()
+    await asyncio.gather(*(sender() for _ in range(args.plain_senders)))
+    elapsed = time.perf_counter() - started
+    if booked != args.messages:
+        raise RuntimeError(f"the core booked {booked} of {args.messages} plain transfers")
+    return booked / elapsed
+
+
+def core_headers() -> dict[str, str]:
+    """What a client of the core sends besides the transfers (its credential, when the core asks for one)."""
+    return {}
 
 
 async def latency_run(
@@ -431,11 +473,14 @@ async def bench(args: argparse.Namespace) -> Results:
         await r.scalar(env.dsn, "ALTER TABLE ledger ALTER COLUMN booked_at SET DEFAULT clock_timestamp()")
         pairs = await open_pairs(core, args.debtors)
         with r.progress() as bar:
-            task = bar.add_task("throughput", total=args.runs * 2)
+            task = bar.add_task("throughput", total=args.runs * 3)
             for round_no in range(1, args.runs + 1):
                 res.loads.append(load_average())
-                for variant in order(round_no):
-                    rate = await throughput_round(env, args, core, pairs, variant)
+                for variant in order(round_no, (*VARIANTS, PLAIN)):
+                    if variant == PLAIN:
+                        rate = await plain_round(args, core, pairs)
+                    else:
+                        rate = await throughput_round(env, args, core, pairs, variant)
                     res.rates[variant].append(rate)
                     bar.console.print(f"round {round_no} {variant}: {rate:,.0f} msg/s (load {res.loads[-1]})")
                     bar.advance(task)
@@ -460,13 +505,14 @@ async def bench(args: argparse.Namespace) -> Results:
 
 
 def report(args: argparse.Namespace, res: Results, machine: str) -> str:
-    ledger, core = res.rates["ledger"], res.rates["core"]
-    ratios = [b / a for a, b in zip(ledger, core, strict=True)]
+    ledger, core, plain = res.rates["ledger"], res.rates["core"], res.rates[PLAIN]
+    ratios = [b / c for b, c in zip(core, plain, strict=True)]
     ratio = r.median(ratios)
     verdict = "PASS" if ratio >= 0.60 else "MISS"
     rounds = "\n".join(
-        f"| {i} | {load} | {' then '.join(order(i))} | {a:,.0f} | {b:,.0f} | {b / a:.0%} |"
-        for i, (load, a, b) in enumerate(zip(res.loads, ledger, core, strict=True), start=1)
+        f"| {i} | {load} | {' then '.join(order(i, (*VARIANTS, PLAIN)))} | {c:,.0f} | {b:,.0f} | {b / c:.0%} | "
+        f"{a:,.0f} | {b / a:.0%} |"
+        for i, (load, a, b, c) in enumerate(zip(res.loads, ledger, core, plain, strict=True), start=1)
     )
 
     def med(variant: str, key: str) -> float:
@@ -515,18 +561,21 @@ consumer (`faststream run app.main:app`, enterprise pool, prefetch {args.prefetc
 {args.commit_batch_max}, flushes in flight: {ledger_flushes} for (a), {flushes} for (b))
 booking (a) `ledger`: into remit's in-process ledger, (b) `core`: into the reference
 core (`python -m corebank serve`, its own process and database, {args.core_pool} pooled HTTP connections from
-remit, each flush sent as {args.core_parallel} request(s) side by side) over loopback. Drains are timed
-from the first `ledger` row to the last; rounds interleaved, the
+remit, each flush sent as {args.core_parallel} request(s) side by side) over loopback; and (c) `plain`: the
+core's own ceiling, the same {args.messages:,} transfers between the same accounts sent by a plain client
+({args.plain_senders} senders, batches of {args.commit_batch_max}) to the same core. Drains are timed
+from the first `ledger` row to the last, (c) from the first request to the last answer; rounds interleaved, the
 order alternating. {vacuum}
 
-| round | load average before | order | (a) ledger msg/s | (b) core msg/s | (b)/(a) |
-|---|---|---|---|---|---|
+| round | load average before | order | (c) plain transfers/s | (b) core msg/s | (b)/(c) | (a) ledger msg/s | (b)/(a) |
+|---|---|---|---|---|---|---|---|
 {rounds}
-| **median** | | | {r.median(ledger):,.0f} | {r.median(core):,.0f} | **{ratio:.0%}** |
+| **median** | | | {r.median(plain):,.0f} | {r.median(core):,.0f} | **{ratio:.0%}** | {r.median(ledger):,.0f} | \
+{r.median([b / a for a, b in zip(ledger, core, strict=True)]):.0%} |
 
 | bar | median of the per-round ratios | result |
 |---|---|---|
-| (b) >= 60% of (a) | {ratio:.0%} | **{verdict}** |
+| (b) remit through the core >= 60% of (c) the core's own ceiling | {ratio:.0%} | **{verdict}** |
 
 Publish-to-booked latency, open loop at {args.load:.0%} of (b)'s median drain rate, {args.seconds:g} s per run,
 {args.latency_runs} run(s) per variant interleaved, the first {args.warmup:g} s dropped. Booked = the `ledger`
@@ -576,6 +625,7 @@ def main() -> None:
         help="REMIT_COMMIT_FLUSHES for (a) (default: --commit-flushes, else remit's, 1 with the ledger)",
     )
     parser.add_argument("--core-db-pool", type=int, default=0, help="COREBANK_POOL_SIZE (default: the core's)")
+    parser.add_argument("--plain-senders", type=int, default=4, help="the plain client's concurrent senders")
     parser.add_argument(
         "--no-vacuum", action="store_true", help="no VACUUM ANALYZE of the core's database between drains"
     )

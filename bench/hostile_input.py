@@ -1,12 +1,16 @@
 """The long hostile-input run: --messages (default 10,000) messages generated with hypothesis, published
 by tenant A as its own RabbitMQ user (malformed and truncated JSON, wrong types, floats, huge and negative
 amounts, unknown currencies, forged tenants and `remit-*` headers, duplicate and reused ids, bad
-expirations, oversize and deeply nested bodies), while tenant B's valid payments flow.
+expirations, oversize and deeply nested bodies; a quarter of them valid payments whose AMQP properties no decoder
+should read: headers nested to the frame's size, too many values, text that is not UTF-8, timestamps past 9999),
+while tenant B's valid payments flow.
 
 The consumer and the archiver run as real processes on a fresh database and vhost, connected as the
 service roles. At the end, from the database alone: zero consumer or archiver crashes; every message
 RabbitMQ accepted from A either booked as A's own valid payment or dead-lettered under A with a reason;
-B's payments all booked exactly once, and no dead letter of B's. The counts go to docs/reliability.md
+B's payments all booked exactly once, and no dead letter of B's; from the broker's list of connections: none of
+the consumer's or the archiver's closed (each kept its `connected_at`); and B's delay from publish to booking.
+The counts go to docs/reliability.md
 (between the hostile_input markers). The short form of this run is tests/hostile/test_hostile_traffic.py.
 
     .venv/bin/python bench/hostile_input.py [--messages 10000] [--honest 1000] [--seed N]
@@ -26,6 +30,7 @@ import _report as r
 from app.resources import uow_factory_for
 from app.storage.engine import make_engine
 from app.storage.migrations import upgrade_to_head
+from tests.utils.connections import service_connections
 from tests.utils.dead_letters import start_archiver
 from tests.utils.hostile_traffic import (
     Cast,
@@ -43,10 +48,13 @@ from tests.utils.tenant_users import TenantUsers
 from tests.utils.world import Routing, fresh_tenant
 
 RELIABILITY = r.ROOT / "docs" / "reliability.md"
+CONNECTIONS = 6  # the consumer's own and one per tier pool, and the archiver's
 BEGIN, END = "<!-- BEGIN hostile_input results -->", "<!-- END hostile_input results -->"
 
 
-async def run(args: argparse.Namespace, logs: Path) -> tuple[Sent, Outcome, dict[str, bool], dict[str, int], float]:
+async def run(
+    args: argparse.Namespace, logs: Path
+) -> tuple[Sent, Outcome, dict[str, bool], dict[str, int], float, int]:
     database_url, vhost = await create_database(), create_vhost()
     env = ServiceEnv(database_url=database_url, vhost=vhost)
     users = TenantUsers(env.amqp_url, vhost)
@@ -62,12 +70,16 @@ async def run(args: argparse.Namespace, logs: Path) -> tuple[Sent, Outcome, dict
             await consumer.ready()
             honest = victim_payments(victim, args.honest)
             victim_ids = [str(w["message_id"]) for w in honest]
-            cast = Cast(attacker, victim, victim_ids)
+            a = users.publisher(attacker)
+            cast = Cast(attacker, victim, victim_ids, attacker_user=a.user)
             messages = generate(cast, args.messages, args.seed)
+            before = service_connections(vhost, "remit-", CONNECTIONS)
             started = time.monotonic()
-            sent = await send_all(users.publisher(attacker), users.publisher(victim), messages, honest)
+            sent = await send_all(a, users.publisher(victim), messages, honest)
             outcome = await settle(engine, cast, sent, victim_ids, timeout=args.timeout)
             elapsed = time.monotonic() - started
+            after = service_connections(vhost, "remit-", len(before))
+            closed = sum(1 for name, at in before.items() if after.get(name) != at)
             alive = {"consumer": consumer.proc.poll() is None, "archiver": archiver.proc.poll() is None}
             errors = {
                 name: p.log().count('"level": "ERROR"') for name, p in (("consumer", consumer), ("archiver", archiver))
@@ -75,7 +87,7 @@ async def run(args: argparse.Namespace, logs: Path) -> tuple[Sent, Outcome, dict
         finally:
             consumer.stop()
             archiver.stop()
-        return sent, outcome, alive, errors, elapsed
+        return sent, outcome, alive, errors, elapsed, closed
     finally:
         Routing.amqp_url = None
         users.remove_all()
@@ -94,9 +106,10 @@ def report(
     alive: dict[str, bool],
     errors: dict[str, int],
     elapsed: float,
+    closed: int,
 ) -> str:
     victims_ok = all(n == 1 for n in outcome.victim_booked.values())
-    clean = not outcome.unaccounted and outcome.victim_dead_letters == 0 and not any(errors.values())
+    clean = not outcome.unaccounted and outcome.victim_dead_letters == 0 and not any(errors.values()) and not closed
     passed = all(alive.values()) and victims_ok and clean
     refused = Counter(why for _, why in sent.refused)
     rows = [
@@ -112,6 +125,8 @@ def report(
         ("victim's payments", f"{len(outcome.victim_booked):,}"),
         ("victim's payments booked exactly once", f"{sum(n == 1 for n in outcome.victim_booked.values()):,}"),
         ("victim's dead letters", f"{outcome.victim_dead_letters:,}"),
+        *_delays(outcome.victim_delays),
+        ("connections of the consumer and the archiver closed during the run", f"{closed} of {CONNECTIONS}"),
         ("consumer crashed", "no" if alive["consumer"] else "YES"),
         ("archiver crashed", "no" if alive["archiver"] else "YES"),
         ("ERROR lines in the consumer's log", str(errors["consumer"])),
@@ -126,6 +141,13 @@ def report(
         f"{command} (kinds and shapes replay from the seed; ids and times are fresh).\n\n"
         f"{r.machine_details()}\n\n{table}"
     )
+
+
+def _delays(delays: list[float]) -> list[tuple[str, str]]:
+    if not delays:
+        return []
+    p50, p99 = (delays[min(len(delays) - 1, int(q * len(delays)))] for q in (0.5, 0.99))  # sorted already
+    return [("victim's publish to booked, p50 / p99 / max (s)", f"{p50:.2f} / {p99:.2f} / {delays[-1]:.2f}")]
 
 
 def write(section: str) -> None:
@@ -149,8 +171,8 @@ def main() -> int:
     args = parser.parse_args()
     logs = Path(f"/tmp/remit-hostile-{args.seed}")
     logs.mkdir(parents=True, exist_ok=True)
-    sent, outcome, alive, errors, elapsed = asyncio.run(run(args, logs))
-    section = report(args, sent, outcome, alive, errors, elapsed)
+    sent, outcome, alive, errors, elapsed, closed = asyncio.run(run(args, logs))
+    section = report(args, sent, outcome, alive, errors, elapsed, closed)
     print(section)
     if outcome.unaccounted:
         print("unaccounted:", [(m.kind, m.sha256[:12]) for m in outcome.unaccounted[:20]], file=sys.stderr)

@@ -72,7 +72,7 @@ async def audit(
     return AuditList(trail.entries, trail.requests)
 
 
-@router.post("/replay", responses=errors(400, 403, 404))
+@router.post("/replay", responses=errors(400, 403, 404, 413))
 async def replay(caller: ApiCaller, services: Services, body: ReplayBody) -> ReplayReport:
     """Republish with the same message_id (idempotency prevents a double payment); already processed ones
     are resolved instead. Each outcome says replayed, resolved, refused (with why), or would-... in a dry run.
@@ -93,7 +93,7 @@ async def show(
     return await operations.show(services.uow(caller), dead_letter_id, caller.scope(), unmask)
 
 
-@router.post("/{dead_letter_id:int}/discard", responses=errors(400, 404, 409))
+@router.post("/{dead_letter_id:int}/discard", responses=errors(400, 404, 409, 413))
 async def discard(
     caller: ApiCaller, services: Services, dead_letter_id: DeadLetterIdPath, body: DiscardBody
 ) -> Discarded:

@@ -3,6 +3,7 @@ table keeps its SHA-256, which is enough for a high-entropy secret (no slow hash
 
 import hashlib
 import hmac
+import re
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -16,6 +17,8 @@ from app.storage.tables import api_keys, tenants
 from app.storage.unit_of_work import UnitOfWorkFactory
 
 PREFIX = "rk"
+KEY_ID_BYTES = 6
+KEY_ID = re.compile(rf"[0-9a-f]{{{2 * KEY_ID_BYTES}}}")
 TENANT = "tenant"
 ADMIN = "admin"
 ak = api_keys.c
@@ -56,9 +59,16 @@ def split_key(presented: str) -> tuple[str, str] | None:
     return parts[1], parts[2]
 
 
+def key_id_of(presented: str) -> str | None:
+    """The key id a presented key names, if it has the form of one (12 hex digits), whether or not such a
+    key exists: the brake on guessing counts failures by it (app/admin/brake.py)."""
+    parts = split_key(presented)
+    return parts[0] if parts is not None and KEY_ID.fullmatch(parts[0]) else None
+
+
 async def create_api_key(uow_factory: UnitOfWorkFactory, tenant_id: str | None, label: str | None) -> NewApiKey:
     """A tenant key (tenant_id given) or an admin key (None)."""
-    key_id, secret = secrets.token_hex(6), secrets.token_urlsafe(32)
+    key_id, secret = secrets.token_hex(KEY_ID_BYTES), secrets.token_urlsafe(32)
     role = ADMIN if tenant_id is None else TENANT
     async with uow_factory() as uow:
         if tenant_id is not None:

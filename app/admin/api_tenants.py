@@ -153,7 +153,7 @@ async def list_(caller: AdminCaller, services: Services) -> list[TenantView]:
     status_code=status.HTTP_201_CREATED,
     responses={
         200: {"model": Added, "description": "The tenant exists already: nothing changed."},
-        **errors(400, 403, 409),
+        **errors(400, 403, 409, 413),
     },
 )
 async def add(caller: AdminCaller, services: Services, body: AddBody, response: Response) -> Added:
@@ -203,7 +203,7 @@ async def rotate_credentials(caller: AdminCaller, services: Services, tenant_id:
     return Rotated(credentials=credentials, legacy_user=rotation.legacy_user, legacy_deleted=rotation.legacy_deleted)
 
 
-@router.post("/{tenant_id}/tier", responses=errors(400, 403, 404, 409))
+@router.post("/{tenant_id}/tier", responses=errors(400, 403, 404, 409, 413))
 async def set_tier(caller: AdminCaller, services: Services, tenant_id: TenantIdPath, body: TierBody) -> TierChanged:
     """Move new traffic to the tier's queue (the new binding first, then the old one goes); what is already
     queued is processed where it is."""
@@ -223,7 +223,7 @@ async def resume(caller: AdminCaller, services: Services, tenant_id: TenantIdPat
     return TenantView.of(await services.tenants.resume(tenant_id))
 
 
-@router.post("/{tenant_id}/limits", responses=errors(400, 403, 404, 409))
+@router.post("/{tenant_id}/limits", responses=errors(400, 403, 404, 409, 413))
 async def set_limits(
     caller: AdminCaller, services: Services, tenant_id: TenantIdPath, body: Annotated[LimitsBody, Body()]
 ) -> TenantView:

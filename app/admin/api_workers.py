@@ -92,7 +92,7 @@ async def workers_status(caller: ApiCaller, services: Services) -> WorkerStatus:
     return WorkerStatus(tenant_id=caller.tenant_id, pools=[PoolView.of(r) for r in rows])
 
 
-@router.post("/action", responses=errors(400, 403))
+@router.post("/action", responses=errors(400, 403, 413))
 async def workers_action(caller: AdminCaller, services: Services, body: ActionBody) -> ActionResult:
     """Admin keys only: start, stop or restart the pools of one tier (or all) in every consumer process.
     Stopping lets in-flight payments finish; queued ones wait in the queue."""

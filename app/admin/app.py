@@ -10,16 +10,21 @@ from contextlib import asynccontextmanager
 from fastapi import Depends, FastAPI, Request, status
 from fastapi.responses import RedirectResponse
 from fastapi_offline import FastAPIOffline
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.responses import Response
 
 from app.admin import api_batches, api_dead_letters, api_payments, api_tenants, api_workers
+from app.admin.body_limit import BodyLimit, BodyLimits
+from app.admin.brake import AuthBrake
 from app.admin.console import actions, batches, login, pages, queues, reconciliation, trace, workers
 from app.admin.console.context import LoginRequired
 from app.admin.console.render import page
+from app.admin.edge import Edge
 from app.admin.errors import install_error_handlers
 from app.admin.openapi import known_query_only, openapi_document
 from app.bootstrap import Ports, running_admin
 from app.logs import configure_logging
+from app.observability.admin_metrics import AdminMetrics
 from app.settings import Settings
 
 DESCRIPTION = (
@@ -51,6 +56,11 @@ def create_admin_app(settings: Settings, ports: Ports | None = None) -> FastAPI:
         static_url=DOCS_STATIC,
     )
     app.openapi = lambda: openapi_document(app)  # type: ignore[method-assign]
+    edge = Edge(AdminMetrics(), AuthBrake(settings))
+    app.state.edge = edge
+    # Added last, so it wraps every other middleware and route: a body is bounded before anything reads it.
+    limits = BodyLimits(request=settings.admin_max_request_bytes, upload_file=settings.admin_max_upload_bytes)
+    app.add_middleware(BodyLimit, limits=limits, on_refusal=edge.body_refused)
     for api in (api_dead_letters, api_batches, api_payments, api_workers, api_tenants):
         app.include_router(api.router, dependencies=[Depends(known_query_only)])
     for console in (login, pages, actions, workers, batches, trace, reconciliation, queues):
@@ -62,6 +72,11 @@ def create_admin_app(settings: Settings, ports: Ports | None = None) -> FastAPI:
     async def healthz() -> dict[str, str]:
         """The process is alive."""
         return {"status": "alive"}
+
+    # Like the consumer's: no key (a scraper has none), and nothing in it names a tenant, a key or an address.
+    @app.get("/metrics", include_in_schema=False)
+    async def metrics() -> Response:
+        return Response(generate_latest(edge.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     return app
 

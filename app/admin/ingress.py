@@ -16,6 +16,7 @@ from typing import BinaryIO
 from fastapi import HTTPException, Request, status
 from starlette.datastructures import UploadFile
 
+from app.admin.body_limit import MULTIPART_OVERHEAD
 from app.admin.caller import Caller
 from app.admin.services import AdminServices
 from app.bankfiles.formats import BankFormat, parse_format
@@ -35,7 +36,6 @@ RAW_TYPES: dict[str, BankFormat | None] = {
     "text/plain": None,
     "application/octet-stream": None,
 }
-MULTIPART_OVERHEAD = 64 * 1024  # boundaries and headers around the file part
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _COPY_BYTES = 1024 * 1024
 

@@ -18,9 +18,10 @@ from contracts.message import TENANT_ID_PATTERN
 
 INT32_MAX = 2**31 - 1  # PostgreSQL integer: tenant limits, counts
 BIGINT_MAX = 2**63 - 1  # PostgreSQL bigint: dead-letter ids
-# Always possible on an API route: no or a bad key, input outside the schema, the database or broker down,
-# a fault of remit's own.
-COMMON = (401, 422, 500, 503)
+# Always possible on an API route: no or a bad key, the brake on guessing keys (429 with Retry-After: too many
+# failed authentications from the caller's address or naming its key id), input outside the schema, the
+# database or broker down, a fault of remit's own. A route that reads a body adds 413 (over the body limit).
+COMMON = (401, 422, 429, 500, 503)
 _HEADERS: dict[int, dict[str, Any]] = {
     401: {"WWW-Authenticate": {"description": "`Bearer`", "schema": {"type": "string"}}},
     429: {"Retry-After": {"description": "Seconds to wait before trying again.", "schema": {"type": "integer"}}},

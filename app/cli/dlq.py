@@ -40,6 +40,9 @@ def _print(as_json: bool, value: Any, view: Callable[[], Any]) -> None:
         console.print(view())
 
 
+STATUS_HELP = "open, replayed, resolved, discarded, already_processed or all."
+
+
 @dlq_app.command("list")
 @friendly_errors
 def list_(
@@ -47,7 +50,9 @@ def list_(
     reason: str | None = REASON,
     batch: str | None = BATCH,
     currency: str | None = CURRENCY,
-    status: str = typer.Option("open", "--status", help="open, replayed, resolved, discarded or all."),
+    status: str = typer.Option(
+        "open", "--status", help="open, replayed, resolved, discarded, already_processed or all."
+    ),
     since: str | None = SINCE,
     until: str | None = UNTIL,
     limit: int = typer.Option(50, "--limit", min=1, help="Most rows shown (newest first)."),
@@ -82,7 +87,9 @@ def show(
 @friendly_errors
 def stats(
     tenant: str | None = TENANT,
-    status: str = typer.Option("open", "--status", help="open, replayed, resolved, discarded or all."),
+    status: str = typer.Option(
+        "open", "--status", help="open, replayed, resolved, discarded, already_processed or all."
+    ),
     as_json: bool = JSON,
 ) -> None:
     """Counts and value at risk (sum of amount_cents, per currency) by reason, tenant and age.

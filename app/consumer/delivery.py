@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.messaging import headers
+from app.messaging.lenient_properties import Unreadable
 
 Trusts = Callable[[str | None], bool]  # whether a user_id is a trusted publisher (remit's own login)
 
@@ -33,6 +34,7 @@ class Delivery:
     redelivered: bool = False
     routing_key: str | None = None
     truncated: Truncated | None = None
+    unreadable: Unreadable | None = None  # its properties could not all be read (app/messaging/amqp_guard.py)
 
     def published_at(self, trusts: Trusts) -> float | None:
         """The relay's publish stamp in epoch seconds; None when absent or not a finite number, and from a
@@ -44,15 +46,23 @@ class Delivery:
         """The body's size as published, even when only a prefix of it was kept."""
         return self.truncated.length if self.truncated else len(self.body)
 
-    def body_headers(self) -> dict[str, Any]:
-        """What a republished copy says about its body: nothing when it is whole."""
-        if self.truncated is None:
-            return {}
-        return {
-            headers.BODY_TRUNCATED: True,
-            headers.BODY_LENGTH: self.truncated.length,
-            headers.BODY_SHA256: self.truncated.sha256,
-        }
+    def evidence_headers(self) -> dict[str, Any]:
+        """What a republished copy says about what it could not carry as it came: a body cut on arrival,
+        properties that could not be read. Nothing when both are whole."""
+        said: dict[str, Any] = {}
+        if self.truncated is not None:
+            said |= {
+                headers.BODY_TRUNCATED: True,
+                headers.BODY_LENGTH: self.truncated.length,
+                headers.BODY_SHA256: self.truncated.sha256,
+            }
+        if self.unreadable is not None:
+            said |= {
+                headers.PROPERTIES_UNREADABLE: self.unreadable.why,
+                headers.PROPERTIES_LENGTH: self.unreadable.length,
+                headers.PROPERTIES_SHA256: self.unreadable.sha256,
+            }
+        return said
 
 
 @dataclass(frozen=True, slots=True)

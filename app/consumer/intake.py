@@ -8,7 +8,7 @@ from uuid import UUID
 from pydantic import ValidationError
 
 from app.consumer.delivery import Delivery
-from app.errors import InvalidMessage, MessageExpired, MessageTooLarge, TenantMismatch
+from app.errors import InvalidMessage, MessageExpired, MessageTooLarge, TenantMismatch, UnreadableProperties
 from app.messaging import headers
 from app.payment_rules import PaymentRules, size_violation
 from app.storage.ports.tenants import TenantLimits
@@ -42,6 +42,8 @@ def expired(message: PaymentMessage) -> MessageExpired:
 
 
 def _check_envelope(delivery: Delivery, max_bytes: int) -> None:
+    if delivery.unreadable is not None:
+        raise UnreadableProperties(delivery.unreadable.describe())
     if delivery.size > max_bytes:
         kept = f"; only its first {len(delivery.body)} bytes were kept" if delivery.truncated else ""
         raise MessageTooLarge(f"body is {delivery.size} bytes, over the {max_bytes}-byte limit{kept}")

@@ -19,6 +19,7 @@ from aio_pika.abc import AbstractRobustConnection
 
 from app.consumer.breaker import BreakerState, BreakerStatus
 from app.consumer.delivery import BodyLimits, Trusts, trusts_nobody
+from app.consumer.pool_connections import PoolConnections
 from app.consumer.worker import ProcessBatch, QueueWorkers
 from app.messaging.queues import ready_count
 from app.messaging.topology import TIERS, Topology
@@ -65,6 +66,7 @@ class PoolManager:
     def __init__(
         self,
         connection: AbstractRobustConnection,
+        connections: PoolConnections,
         topology: Topology,
         settings: WorkerSettings,
         process: ProcessBatch,
@@ -73,7 +75,8 @@ class PoolManager:
     ) -> None:
         self._observe = observe
         self._trusts = trusts
-        self._connection = connection
+        self._connection = connection  # for looking queues up; each pool consumes on one of `connections`
+        self._connections = connections
         self._topology = topology
         self._settings = settings
         self._process = process
@@ -81,17 +84,15 @@ class PoolManager:
         self.paused_by: str | None = None  # why every pool is paused (the open breaker); None: not paused
         self._desired: dict[str, str] = {}  # tier -> desired state, as the last sync read it
         self._applying = asyncio.Lock()  # a sync and a pause or resume never interleave their starts and stops
-        self.pools: dict[str, Pool] = {}
-        for tier in TIERS:
-            self.pools[tier] = self._pool(tier, tier, topology.tier_queue(tier))
+        self.pools: dict[str, Pool] = {}  # the tiers' from the first sync on, and the dedicated queues'
 
-    def _pool(self, name: str, tier: str, queue: str, *, declare: bool = True) -> Pool:
+    async def _pool(self, name: str, tier: str, queue: str, *, declare: bool = True) -> Pool:
         # A dedicated queue is made by routing and removed by `remit queues delete`; its workers must
         # never declare it back into existence, so they only look it up.
         arguments = self._topology.work_queue_arguments() if declare else None
         size = max(1, self._settings.workers.get(tier, 1))
         workers = QueueWorkers(
-            self._connection,
+            await self._connections.of(name),
             queue,
             arguments,
             size,
@@ -111,6 +112,9 @@ class PoolManager:
             dedicated = await uow.tenants.dedicated()
         async with self._applying:
             self._desired = desired
+            for tier in TIERS:
+                if tier not in self.pools:
+                    self.pools[tier] = await self._pool(tier, tier, self._topology.tier_queue(tier))
             for tenant_id in dedicated:
                 await self._ensure_dedicated(tenant_id)
             await self._forget_deleted_queues()
@@ -135,7 +139,9 @@ class PoolManager:
         name = f"tenant:{tenant_id}"
         if name in self.pools:
             return
-        self.pools[name] = self._pool(name, DEDICATED_TIER, self._topology.dedicated_queue(tenant_id), declare=False)
+        self.pools[name] = await self._pool(
+            name, DEDICATED_TIER, self._topology.dedicated_queue(tenant_id), declare=False
+        )
         log.info("started the dedicated pool of %s", tenant_id)
 
     async def _forget_deleted_queues(self) -> None:
@@ -144,6 +150,7 @@ class PoolManager:
             if name.startswith("tenant:") and await ready_count(self._connection, pool.queue) is None:
                 await pool.stop()
                 del self.pools[name]
+                await self._connections.close(name)
 
     async def _heartbeat(self, uow_factory: UnitOfWorkFactory) -> None:
         beats = [
@@ -174,3 +181,4 @@ class PoolManager:
 
     async def stop_all(self) -> None:
         await asyncio.gather(*(p.stop() for p in self.pools.values()), return_exceptions=True)
+        await self._connections.close_all()

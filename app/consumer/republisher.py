@@ -36,7 +36,7 @@ class AmqpRepublisher:
             content_type=delivery.content_type,
             delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
             message_id=delivery.message_id,
-            headers={**message_headers, **delivery.body_headers()},
+            headers={**message_headers, **delivery.evidence_headers()},
             user_id=self._user_id,
         )
         exchange = await self._channel.get_exchange(self._topology.dead_letter_exchange, ensure=False)

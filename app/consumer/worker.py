@@ -10,13 +10,13 @@ the worker gives it to the processor (one group commit) and reports it settled. 
 `basic.ack(multiple)` for the longest run of settled deliveries at the head of the channel (see
 Settlements), never covering an unsettled one.
 
-Deliveries are consumed on the aiormq channel under aio-pika's robust one: aio-pika's `IncomingMessage` and
-the task it starts per delivery cost more CPU than the checks remit makes (docs/benchmarks.md, "Consumer").
-So this module owns what aio-pika's queue did for a consumer: it consumes again on the new channel after a
-reconnection (the robust channel's reopen callback), and a consumer the broker cancelled (its queue
-deleted) leaves the pool not running, for the pool manager's next sync to start it again. Its deliveries
-come straight from remit's frame receiver (app/messaging/frame_reader.py, `deliver_direct`); on a connection
-that reads with aiormq's own, inside aiormq's channel reader (app/consumer/inline_delivery.py).
+Deliveries are consumed with aiormq's `basic_consume` on the channel under aio-pika's robust one (its public
+`get_underlay_channel()`): aio-pika's `IncomingMessage` costs more CPU than the checks remit makes
+(docs/benchmarks.md, "Consumer"). So this module owns what aio-pika's queue did for a consumer: it consumes
+again on the new channel after a reconnection (the robust channel's reopen callback), and a consumer the broker
+cancelled (its queue deleted) leaves the pool not running, for the pool manager's next sync to start it again.
+aiormq starts the callback of each delivery as a task, in the order the deliveries arrive; the callback takes
+the delivery before it first waits, so the buffer keeps that order (the order the settlements need).
 
 Bytes are bounded as well as deliveries: a body over the hard cap is cut to a prefix the moment it
 arrives (its length and SHA-256 kept, the original dropped), and a pool's window is never more
@@ -41,8 +41,7 @@ from pamqp import commands as spec
 from pamqp.header import ContentHeader
 
 from app.consumer.delivery import BodyLimits, Delivery, Truncated, Trusts, trusts_nobody
-from app.consumer.inline_delivery import deliver_inline
-from app.messaging.frame_reader import deliver_direct, forget
+from app.messaging.lenient_properties import Unreadable
 from app.observability.live_queues import Taken
 from app.observability.metrics import ObserveStage, ignore_stage
 
@@ -146,7 +145,6 @@ class QueueWorkers:
         self._channel: Channel | None = None
         self._consumer: tuple[Underlay, str] | None = None  # the channel consumed on, and the consumer tag
         self._lost = False  # the broker cancelled the consumer, or consuming again after a reconnection failed
-        self.inline = False  # deliveries are handed over inside aiormq's reader (app/consumer/inline_delivery.py)
         self._newest: tuple[datetime | None, float] | None = None  # the last delivery's timestamp, its arrival
 
     @property
@@ -184,12 +182,7 @@ class QueueWorkers:
         assert self._channel is not None
         underlay = await self._channel.get_underlay_channel()
         underlay.on_consumer_cancel_callbacks.add(self._cancelled)
-        if self._consumer is not None:
-            forget(self._consumer[1])  # the channel before a reconnection: its tag never comes again
         tag = f"remit:{self.queue_name}:{uuid4().hex}"
-        # Both before the first delivery can arrive; a connection reads with one receiver, so one path is taken.
-        deliver_direct(underlay, tag, self._take)
-        self.inline = deliver_inline(underlay, tag, self._receive)
         await underlay.basic_consume(self.queue_name, self._on_message, no_ack=False, consumer_tag=tag)
         self._consumer = (underlay, tag)
 
@@ -220,7 +213,6 @@ class QueueWorkers:
                 await underlay.basic_cancel(tag)
             except Exception:  # the channel is gone already: its deliveries went back to the queue
                 log.debug("cancelling the consumer on %s failed", self.queue_name, exc_info=True)
-            forget(tag)
         self._stopping = True
         self._arrived.set()
         self._full.set()
@@ -233,10 +225,6 @@ class QueueWorkers:
         self._channel = None
 
     async def _on_message(self, message: DeliveredMessage) -> None:
-        """aiormq's own path (a task per delivery), where the inline hook could not be installed."""
-        self._receive(message)
-
-    def _receive(self, message: DeliveredMessage) -> None:
         deliver = message.delivery
         assert isinstance(deliver, spec.Basic.Deliver), "a consumer gets Basic.Deliver frames"
         self._take(message.channel, deliver, message.header, message.body)
@@ -309,11 +297,7 @@ class QueueWorkers:
 
     async def _settle_batch(self, batch: list[Receipt], deliveries: list[Delivery]) -> None:
         started = time.monotonic()
-        try:
-            settled = await self._process(deliveries)
-        except Exception:  # a bug, not a bad message: nothing in the batch may be acked
-            log.exception("processing a batch of %d from %s failed", len(batch), self.queue_name)
-            settled = [False] * len(batch)
+        settled = await self._processed(deliveries)
         processed = time.monotonic()
         self._observe("processing", processed - started)
         try:
@@ -324,19 +308,35 @@ class QueueWorkers:
         except Exception:  # the channel closed under us: the broker redelivers, the ledger dedups
             log.warning("could not settle %d deliveries from %s", len(batch), self.queue_name, exc_info=True)
 
+    async def _processed(self, deliveries: list[Delivery]) -> list[bool]:
+        """The processor's verdicts. Should it raise (a bug: it settles every bad message itself), each delivery
+        is processed again alone, so that only the one it raises for goes back to the queue: another tenant's
+        delivery in the same batch is neither delayed nor counted towards its delivery limit (bulkheads,
+        docs/architecture.md). A delivery committed before the raise is a duplicate the second time."""
+        try:
+            return await self._process(deliveries)
+        except Exception:
+            log.exception("processing a batch of %d from %s failed", len(deliveries), self.queue_name)
+        if len(deliveries) == 1:
+            return [False]
+        return [ok for delivery in deliveries for ok in await self._processed([delivery])]
+
 
 def _delivery(
     deliver: spec.Basic.Deliver, header: ContentHeader, queue: str, body: bytes, truncated: Truncated | None
 ) -> Delivery:
     properties = header.properties
+    headers = properties.headers or {}
+    unreadable = Unreadable.taken_from(headers)
     return Delivery(
         body=body,
         queue=queue,
-        headers=properties.headers or {},
+        headers=headers,
         content_type=properties.content_type,
         message_id=properties.message_id,
         user_id=properties.user_id,
         redelivered=bool(deliver.redelivered),
         routing_key=deliver.routing_key,
         truncated=truncated,
+        unreadable=unreadable,
     )

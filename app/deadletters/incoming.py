@@ -22,10 +22,13 @@ from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
+from app.consumer.digest import payment_digest
 from app.deadletters import reasons
 from app.messaging import headers as h
+from app.messaging.lenient_properties import Unreadable
 from app.storage.text import storable
 from app.tenancy.identity import PublisherIdentity
+from contracts import PaymentMessage
 
 MAX_DEPTH = 16
 INT32_MAX = 2**31 - 1
@@ -53,9 +56,12 @@ class Archiving:
 
 def to_row(incoming: IncomingDeadLetter, now: datetime, archiving: Archiving) -> dict[str, Any]:
     """The dead_letters row for one delivery (first_failed_at is settled by the store)."""
-    raw = incoming.headers if isinstance(incoming.headers, Mapping) else {}
+    raw = dict(incoming.headers) if isinstance(incoming.headers, Mapping) else {}
+    unreadable = Unreadable.taken_from(raw)  # the archiver's own read of its properties (app/messaging/amqp_guard.py)
     trusted = archiving.identity.is_trusted(incoming.user_id)
     believed, claims = split_claims(raw, trusted)
+    if unreadable is not None:
+        believed |= unreadable_headers(unreadable)
     death = latest_death(raw)
     reason = reason_of(believed, death)
     failed_at, event = failure_event(believed, death, now)
@@ -69,6 +75,7 @@ def to_row(incoming: IncomingDeadLetter, now: datetime, archiving: Archiving) ->
     # The body is part of the event: x-death times have one-second resolution, and two different messages
     # under one id (a reused id) expiring in the same second are two dead letters, not a redelivery.
     event_hash = hashlib.sha256(f"{event}|{body.sha256}".encode()).hexdigest()[:32]
+    security_event = reason == reasons.TENANT_MISMATCH or claimed is not None or bool(claims)
     return {
         # The tenant is part of the key: another tenant's dead letter of the same message_id can never
         # take this one's place.
@@ -79,7 +86,7 @@ def to_row(incoming: IncomingDeadLetter, now: datetime, archiving: Archiving) ->
         "published_by": clean(published_by(believed, incoming.user_id, trusted), 255),
         "claimed_tenant": claimed,
         "claims": json_safe(claims),
-        "security_event": reason == reasons.TENANT_MISMATCH or claimed is not None or bool(claims),
+        "security_event": security_event,
         "correlation_id": clean(as_text(incoming.correlation_id), 64)
         or clean(as_text(fields.get("correlation_id")), 64),
         "payment_reference": clean(as_text(fields.get("payment_reference")), 200),
@@ -98,6 +105,7 @@ def to_row(incoming: IncomingDeadLetter, now: datetime, archiving: Archiving) ->
         "body_truncated": body.truncated,
         "headers": json_safe(dict(believed)),
         "replay_of": small_int(believed.get(h.REPLAY_OF), BIGINT_MAX),
+        "payment_digest": None if security_event or body.truncated else digest_of(incoming.body, reason),
     }
 
 
@@ -111,6 +119,14 @@ def split_claims(raw: Mapping[str, Any], trusted: bool) -> tuple[dict[str, Any],
         return believed, claims if isinstance(claims, Mapping) else {}
     believed = {k: v for k, v in raw.items() if not str(k).startswith(h.PREFIX)}
     return believed, {k: v for k, v in raw.items() if str(k).startswith(h.PREFIX)}
+
+
+def unreadable_headers(unreadable: Unreadable) -> dict[str, Any]:
+    return {
+        h.PROPERTIES_UNREADABLE: unreadable.why,
+        h.PROPERTIES_LENGTH: unreadable.length,
+        h.PROPERTIES_SHA256: unreadable.sha256,
+    }
 
 
 def published_by(believed: Mapping[str, Any], user_id: str | None, trusted: bool) -> str | None:
@@ -166,6 +182,8 @@ def reason_of(raw: Mapping[str, Any], death: Mapping[str, Any] | None) -> str:
         return ours
     if death is not None:
         return reasons.BROKER_REASONS.get(as_text(death.get("reason")) or "", reasons.UNKNOWN)
+    if raw.get(h.PROPERTIES_UNREADABLE) is not None:
+        return reasons.UNREADABLE_PROPERTIES  # nothing that could be read says why it is here
     return reasons.UNKNOWN
 
 
@@ -189,6 +207,9 @@ def error_of(raw: Mapping[str, Any], death: Mapping[str, Any] | None, reason: st
     error_message = as_text(raw.get(h.ERROR_MESSAGE))
     if error_type or error_message:
         return error_type, error_message
+    unreadable = as_text(raw.get(h.PROPERTIES_UNREADABLE))
+    if unreadable is not None and death is None:
+        return "UnreadableProperties", f"AMQP properties unreadable ({unreadable})"
     if death is not None:
         return "BrokerDeadLetter", (
             f"RabbitMQ dead-lettered it from queue {as_text(death.get('queue'))!r} "
@@ -208,6 +229,17 @@ def attempts_of(raw: Mapping[str, Any], death: Mapping[str, Any] | None) -> int:
         redeliveries = small_int(raw.get("x-delivery-count"), INT32_MAX)
         return (redeliveries or 0) + 1
     return 0
+
+
+def digest_of(body: bytes, reason: str) -> bytes | None:
+    """What the body moves (app/consumer/digest.py), when it is a payment: the store compares it with the tenant's
+    idempotency record. Never for a reused id (its record is another payment's)."""
+    if reason == reasons.DUPLICATE_CONFLICT:
+        return None
+    try:
+        return payment_digest(PaymentMessage.from_wire(body))
+    except (ValueError, RecursionError):  # pydantic's ValidationError included: not a payment
+        return None
 
 
 def body_fields(body: bytes) -> dict[str, Any]:

@@ -15,6 +15,7 @@ CORE_KEY_CONFLICT = "core_key_conflict"
 RETRIES_EXHAUSTED = "retries_exhausted"
 EXPIRED = "expired"
 OVERSIZE = "oversize"
+UNREADABLE_PROPERTIES = "unreadable_properties"  # its AMQP properties could not be read (app/messaging/amqp_guard.py)
 OVER_LIMIT = "over_limit"  # a direct publisher over its tenant's rate or in-flight limit: replayable as it is
 TENANT_SUSPENDED = "tenant_suspended"
 DUPLICATE_CONFLICT = "duplicate_conflict"  # its message_id was already used by its tenant for another payment
@@ -36,6 +37,7 @@ REASONS = (
     RETRIES_EXHAUSTED,
     EXPIRED,
     OVERSIZE,
+    UNREADABLE_PROPERTIES,
     OVER_LIMIT,
     TENANT_SUSPENDED,
     DUPLICATE_CONFLICT,
@@ -51,6 +53,7 @@ PERMANENT = frozenset(
         PERMANENT_FAILURE,
         UNKNOWN_TENANT,
         OVERSIZE,
+        UNREADABLE_PROPERTIES,
         TENANT_SUSPENDED,
         DUPLICATE_CONFLICT,
         ACCOUNT_CLOSED,
@@ -74,4 +77,7 @@ OPEN = "open"
 REPLAYED = "replayed"
 RESOLVED = "resolved"
 DISCARDED = "discarded"
-STATUSES = (OPEN, REPLAYED, RESOLVED, DISCARDED)
+# Filed for a payment its tenant's idempotency record holds already (booked before the broker dead-lettered a copy
+# of it): not money at risk, never replayed.
+ALREADY_PROCESSED = "already_processed"
+STATUSES = (OPEN, REPLAYED, RESOLVED, DISCARDED, ALREADY_PROCESSED)

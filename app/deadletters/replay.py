@@ -89,6 +89,10 @@ FORCE = '--force (over HTTP: "force": true)'
 
 def decide(row: Any, readable: Readable, facts: Facts, force: bool, budget: int, now: datetime) -> Decision:
     """The replay rules, in order. Pure: the tests call it directly."""
+    if row.status == reasons.ALREADY_PROCESSED:
+        return _refuse(
+            "its payment was booked before this copy was dead-lettered (remit trace shows it): nothing to replay"
+        )
     if row.status in (reasons.RESOLVED, reasons.DISCARDED):
         return _refuse(f"it is {row.status}; only open dead letters are replayed")
     if refusal := _security_refusal(row):

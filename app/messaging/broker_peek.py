@@ -15,6 +15,7 @@ reach another host, e.g. `docker compose exec -T rabbitmq rabbitmq-queues`), eac
 
 import asyncio
 import json
+import re
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,6 +26,12 @@ from app.errors import ServiceUnavailable, UsageError
 
 CALL_TIMEOUT_SECONDS = 30.0
 BODY_PREFIX_BYTES = 64  # what `rabbitmq-queues peek` shows of a body ("payload (max 64 bytes)")
+PAYLOAD = f"payload (max {BODY_PREFIX_BYTES} bytes)"
+UNREADABLE = "(unreadable: its headers are nested deeper than can be read)"
+# The peek's own top-level fields, found in text json cannot read as a whole (a publisher's headers nested a few
+# hundred levels deep). Nested values are arrays in the peek's format, and a quote inside a string is escaped, so
+# a key preceded by { or , is one of the message's own.
+_SCALARS = re.compile(r'[{,]"(message_id|user_id|timestamp|routing_keys)":("(?:[^"\\]|\\.)*"|\d+|\["(?:[^"\\]|\\.)*")')
 _END_OF_QUEUE = "does not have a message at that position"
 _NO_QUEUE = "was not found"
 
@@ -56,7 +63,7 @@ class PeekedMessage:
             routing_key=_text(keys[0]) if keys else None,
             timestamp=datetime.fromtimestamp(stamp, UTC) if isinstance(stamp, int) else None,
             headers={k.removeprefix("header."): v for k, v in raw.items() if k.startswith("header.")},
-            body_prefix=str(raw.get(f"payload (max {BODY_PREFIX_BYTES} bytes)", "")),
+            body_prefix=str(raw.get(PAYLOAD, "")),
         )
 
 
@@ -81,7 +88,12 @@ class BrokerPeek:
         args = ["peek", "--vhost", vhost, queue, str(position), "--formatter", "json"]
         out, err, code = await self._run(args)
         if code == 0:
-            return PeekedMessage.of(position, json.loads(out)["message"])
+            try:
+                return PeekedMessage.of(position, json.loads(out)["message"])
+            except RecursionError:
+                return PeekedMessage.of(
+                    position, _scalars(out) | {f"payload (max {BODY_PREFIX_BYTES} bytes)": UNREADABLE}
+                )
         problem = _problem(err or out)
         if _END_OF_QUEUE in problem:
             return None
@@ -107,6 +119,15 @@ def _problem(output: str) -> str:
         return str(json.loads(output)["message"])
     except (ValueError, KeyError, TypeError):
         return output.strip().splitlines()[-1][:300] if output.strip() else "no output"
+
+
+def _scalars(text: str) -> dict[str, Any]:
+    """The message's own scalar fields (ids, publisher, timestamp, routing key) out of a peek json cannot parse."""
+    found: dict[str, Any] = {}
+    for name, value in _SCALARS.findall(text):
+        if name not in found:
+            found[name] = json.loads(value + ("]" if value.startswith("[") else ""))
+    return found
 
 
 def _text(value: object) -> str | None:

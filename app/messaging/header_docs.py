@@ -83,6 +83,14 @@ HEADERS: dict[str, dict[str, Any]] = {
     ),
     h.BODY_LENGTH: _header(_INT, "The oversize body's full length in bytes.", _CONSUMER_DEAD_LETTER),
     h.BODY_SHA256: _header(_TEXT, "The oversize body's SHA-256, hex.", _CONSUMER_DEAD_LETTER),
+    h.PROPERTIES_UNREADABLE: _header(
+        _TEXT,
+        "Why the delivery's AMQP properties or headers could not be read (nested too deep, too many values, text "
+        "that is not UTF-8, a timestamp past 9999...): the dead letter carries what could be read.",
+        _CONSUMER_DEAD_LETTER,
+    ),
+    h.PROPERTIES_LENGTH: _header(_INT, "The unreadable content header's length in bytes.", _CONSUMER_DEAD_LETTER),
+    h.PROPERTIES_SHA256: _header(_TEXT, "The unreadable content header's SHA-256, hex.", _CONSUMER_DEAD_LETTER),
 }
 
 # Which headers each kind of message carries; a consumer of the work queues sees fresh payments and

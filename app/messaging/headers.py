@@ -29,6 +29,11 @@ CLAIMS = "remit-claims"
 BODY_TRUNCATED = "remit-body-truncated"
 BODY_LENGTH = "remit-body-length"
 BODY_SHA256 = "remit-body-sha256"
+# Properties the consumer could not read (app/messaging/amqp_guard.py): why, and the raw content header's length
+# and SHA-256. The message travels on with what could be read.
+PROPERTIES_UNREADABLE = "remit-properties-unreadable"
+PROPERTIES_LENGTH = "remit-properties-length"
+PROPERTIES_SHA256 = "remit-properties-sha256"
 
 
 def published_at(headers: Mapping[str, Any] | None) -> float | None:

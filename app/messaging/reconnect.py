@@ -9,9 +9,9 @@ it is back; the connection logs "failed" once (ERROR), "still failing, retrying 
 at DEBUG; aio-pika's own line per try (INFO and WARNING) stays. FastStream's brokers (the consumer's, the
 archiver's) connect the same way (BackingOffRabbitBroker).
 
-Every one of them reads its frames with remit's receiver (app/messaging/frame_reader.py): besides being faster,
-it does not close the connection over a property a publisher made unreadable, which the archiver, the
-consumer and an operator's peek all receive.
+Every one of them decodes with the guard in place (app/messaging/amqp_guard.py): a content header a publisher
+made unreadable marks that delivery unreadable instead of closing the connection, for the consumer, the archiver
+and an operator's peek alike.
 """
 
 import logging
@@ -21,7 +21,7 @@ from typing import Any
 import aio_pika
 from faststream.rabbit import RabbitBroker
 
-from app.messaging.frame_reader import install as install_frame_reader
+from app.messaging import amqp_guard
 from app.observability.outage import Outage
 
 log = logging.getLogger("remit.amqp")
@@ -36,7 +36,7 @@ class BackingOffConnection(aio_pika.RobustConnection):
     next wait is drawn once this one has passed."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        install_frame_reader()  # before aiormq connects: it builds its receiver by that name then
+        amqp_guard.install()  # before the first frame is decoded
         self._outage = Outage("RabbitMQ connection", log, base=FIRST_WAIT_SECONDS, cap=MOST_WAIT_SECONDS)
         self._wait = FIRST_WAIT_SECONDS
         self._wait_ends = 0.0

@@ -225,9 +225,12 @@ dead_letters = Table(
     Column("original_queue", Text),
     Column("body", LargeBinary, nullable=False),
     Column("headers", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
-    Column("status", String(16), nullable=False, server_default="open"),
+    Column("status", String(24), nullable=False, server_default="open"),
     # The dead letter this one is a replay of (header remit-replay-of), when a replay failed again.
     Column("replay_of", BigInteger),
+    # SHA-256 of what its body moves, as processed_messages has it (app/consumer/digest.py); NULL when the body is
+    # not a payment. The same payment in its tenant's idempotency record: `already_processed`, not money at risk.
+    Column("payment_digest", LargeBinary),
     Column("archived_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     Column("status_changed_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     # Identity, not the bytes: who published it (the AMQP user_id RabbitMQ validated), how tenant_id was
@@ -242,7 +245,7 @@ dead_letters = Table(
     Column("body_length", BigInteger, nullable=False),
     Column("body_sha256", String(64), nullable=False),
     Column("body_truncated", Boolean, nullable=False, server_default=text("false")),
-    CheckConstraint("status in ('open','replayed','resolved','discarded')", name="status"),
+    CheckConstraint("status in ('open','replayed','resolved','discarded','already_processed')", name="status"),
     CheckConstraint("tenant_basis in ('trusted','login','routing_key','none','legacy')", name="tenant_basis"),
     Index(None, "last_failed_at"),
     Index(None, "status", "status_changed_at"),

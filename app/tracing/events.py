@@ -9,6 +9,8 @@ from sqlalchemy import Row
 
 from app.deadletters.audit import DISCARD, REFUSE, REPLAY, RESOLVE
 from app.deadletters.masking import mask_text
+from app.deadletters.reasons import ALREADY_PROCESSED
+from app.messaging.headers import PROPERTIES_UNREADABLE
 from app.tracing import model as m
 from app.tracing.records import Records
 
@@ -85,10 +87,13 @@ def _attempt(a: Row[Any]) -> m.Event:
 
 
 def _dead_lettered(d: Row[Any]) -> m.Event:
+    now = "already processed: booked, not money at risk" if d.status == ALREADY_PROCESSED else f"{d.status} now"
+    unreadable = (d.headers or {}).get(PROPERTIES_UNREADABLE)
+    said = f"; its AMQP properties were unreadable ({unreadable})" if unreadable else ""
     return m.Event(
         d.archived_at,
         m.DEAD_LETTERED,
-        f"dead-lettered: {d.reason} after {d.attempts} attempt(s) (dead letter {d.dead_letter_id}, {d.status} now)",
+        f"dead-lettered: {d.reason} after {d.attempts} attempt(s) (dead letter {d.dead_letter_id}, {now}){said}",
         {
             "dead_letter_id": d.dead_letter_id,
             "reason": d.reason,

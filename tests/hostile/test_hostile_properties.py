@@ -1,128 +1,182 @@
-"""AMQP properties a tenant crafts that no decoder reads must not close the consumer's connection.
+"""A tenant's hostile AMQP properties stall nobody: the attack on the real broker, as the tenant's own RabbitMQ user.
 
-RabbitMQ passes most of a message's properties through unread: a direct publisher can set a correlation_id or an
-app_id that is not UTF-8, or a timestamp past the year 9999. aiormq's reader (pamqp) raises on either, and the
-connection closes: every delivery on it, every tenant's, goes back to the queue, and the same message comes again
-and closes it again, up to the queue's delivery limit. remit reads such text with U+FFFD in place of the bad
-bytes (it never uses those properties), and a content header nobody can read arrives without its properties, so
-the consumer refuses that message with a reason (no content type, no user_id) instead of losing its connection
-(app/messaging/frame_decoding.py, app/messaging/frame_reader.py). Every remit connection reads that way, the
-archiver's too, which receives the same properties when the broker dead-letters such a message.
+Tenant A publishes valid payments whose properties no decoder should read (tests/utils/hostile_properties.py:
+tables nested to the frame's size, too many values, text that is not UTF-8, timestamps past 9999...) on its own
+routing key, in tenant B's tier, while B's payments flow. Before the guard (app/messaging/amqp_guard.py) one such
+message closed the consumer's connection at every redelivery (B's payments went back to the queue with their
+delivery counts raised) and, once dead-lettered, the archiver's. Now each is A's own dead letter
+(`unreadable_properties`, with the raw header's length and SHA-256), B's payments are booked once, and no
+connection of the consumer or the archiver closes (the broker's own list of them, before and after).
 """
 
 import contextlib
-import struct
+import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import aiormq
-import pamqp.encode
 import pytest
-from aio_pika.abc import AbstractChannel
-from pamqp import commands as spec
+from hypothesis import HealthCheck, Phase, given, seed, settings
+from hypothesis import strategies as st
 
 from app.messaging import headers
-from app.settings import Settings
 from app.storage.unit_of_work import UnitOfWorkFactory
-from tests.utils.dead_letters import start_archiver, wait_for_dead_letters
+from tests.utils.connections import service_connections
+from tests.utils.dead_letters import dead_letters_of, start_archiver, wait_for_dead_letters
 from tests.utils.factories import make_wire_dict, to_wire_bytes
+from tests.utils.hostile_properties import hostile_properties, nested, payment_properties, publish_raw, shortstr
 from tests.utils.services import ServiceEnv, ServiceProcess, eventually
 from tests.utils.tenant_users import TenantPublisher, TenantUsers
-from tests.utils.world import dead_letters, fresh_tenant, ledger_count
+from tests.utils.world import booked_once, fresh_tenant, ledger_count
 
 pytestmark = pytest.mark.integration
 
-NOT_UTF8 = b"\xff\xfe\xfd"
-YEAR_10000_AND_LATER = 2**64 - 1
+CONSUMER_CONNECTIONS = 5  # the process's own (retries, dead letters) and one per tier pool
+VARIANTS = 40
 
 
-@contextlib.contextmanager
-def raw_property_values() -> Iterator[None]:
-    """pamqp's encoder, taking bytes for a short string and an int for a timestamp as they are: what a hostile
-    client writes on the wire."""
-    short, stamp = pamqp.encode.METHODS["shortstr"], pamqp.encode.METHODS["timestamp"]
-
-    def raw_short(value: Any) -> bytes:
-        return struct.pack(">B", len(value)) + value if isinstance(value, bytes) else short(value)
-
-    def raw_stamp(value: Any) -> bytes:
-        return struct.pack(">Q", value) if isinstance(value, int) else stamp(value)
-
-    pamqp.encode.METHODS["shortstr"], pamqp.encode.METHODS["timestamp"] = raw_short, raw_stamp
-    try:
-        yield
-    finally:
-        pamqp.encode.METHODS["shortstr"], pamqp.encode.METHODS["timestamp"] = short, stamp
+@pytest.fixture
+def archiver(service_env: ServiceEnv, logs_dir: Path) -> Iterator[ServiceProcess]:
+    process = start_archiver(service_env.env(), logs_dir / "archiver.log")
+    yield process
+    process.stop()
 
 
-async def _publish_raw(publisher: TenantPublisher, wire: dict[str, Any], **hostile: Any) -> None:
-    properties = spec.Basic.Properties(
-        content_type="application/json",
-        delivery_mode=2,
-        message_id=str(wire["message_id"]),
-        user_id=publisher.user,
-        headers={headers.TENANT: publisher.tenant},
-        **hostile,
+def _drawn(user: str, tenant: str, count: int, **extra: bytes) -> list[tuple[str, bytes, dict[str, Any]]]:
+    """`count` hostile messages of every kind: (kind, raw properties, the valid payment they carry)."""
+    found: list[tuple[str, bytes, dict[str, Any]]] = []
+
+    @seed(20261202)
+    @settings(
+        max_examples=count,
+        phases=[Phase.generate],
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
     )
-    connection = await aiormq.connect(publisher.url)
-    try:
-        channel = await connection.channel()
-        await channel.confirm_delivery()
-        with raw_property_values():
-            key = f"{publisher.tenant}.payment"
-            body = to_wire_bytes(wire)
-            await channel.basic_publish(body, exchange="payments", routing_key=key, properties=properties)
-    finally:
-        await connection.close()
+    @given(st.data())
+    def draw(data: st.DataObject) -> None:
+        wire = make_wire_dict(tenant_id=tenant)
+        kind, raw = data.draw(hostile_properties(user, tenant, str(wire["message_id"]), extra))
+        found.append((kind, raw, wire))
+
+    draw()
+    return found[:count]
 
 
-async def test_unreadable_properties_neither_stall_the_consumer_nor_lose_the_message(
+async def _send(publisher: TenantPublisher, messages: list[tuple[bytes, bytes]]) -> list[bool]:
+    """(raw properties, body) each, as the publisher's own user on its own key, with confirms; whether RabbitMQ took
+    each (it refuses some itself, an unknown field type for one, by closing the connection: then a new one)."""
+    taken: list[bool] = []
+    for raw, body in messages:
+        connection = await aiormq.connect(publisher.url)
+        try:
+            channel = await connection.channel()
+            await channel.confirm_delivery()
+            await publish_raw(channel, f"{publisher.tenant}.payment", body, raw)
+            taken.append(True)
+        except aiormq.exceptions.AMQPError:
+            taken.append(False)
+        finally:
+            with contextlib.suppress(Exception):
+                await connection.close()
+    return taken
+
+
+def _sha(body: bytes) -> str:
+    return hashlib.sha256(body).hexdigest()
+
+
+async def test_one_deeply_nested_header_stalls_no_other_tenant(
     uow_factory: UnitOfWorkFactory,
-    channel: AbstractChannel,
-    settings: Settings,
+    vhost: str,
     consumer: ServiceProcess,
+    archiver: ServiceProcess,
+    tenant_users: TenantUsers,
+) -> None:
+    """The attack as reported: 800 levels (about 6 KB), then B's 20 payments."""
+    attacker, victim = await fresh_tenant(uow_factory), await fresh_tenant(uow_factory)
+    a, b = tenant_users.publisher(attacker), tenant_users.publisher(victim)
+    before = service_connections(vhost, "remit-", CONSUMER_CONNECTIONS + 1)
+    poison = make_wire_dict(tenant_id=attacker)
+    raw = payment_properties(a.user, attacker, str(poison["message_id"]), (b"deep", nested(800)))
+    payments = [make_wire_dict(tenant_id=victim) for _ in range(20)]
+
+    await _send(a, [(raw, to_wire_bytes(poison))])
+    for wire in payments:
+        await b.publish(wire)
+    for wire in payments:
+        await eventually(booked_once(uow_factory, wire["message_id"]))
+    [dead] = await wait_for_dead_letters(uow_factory, attacker, 1)
+
+    assert (dead.reason, dead.body_sha256) == ("unreadable_properties", _sha(to_wire_bytes(poison)))
+    assert dead.headers[headers.PROPERTIES_LENGTH] == len(raw) + 12, "the content header as the publisher wrote it"
+    assert "RecursionError" in dead.headers[headers.PROPERTIES_UNREADABLE]
+    assert await ledger_count(uow_factory, poison["message_id"]) == 0
+    assert await dead_letters_of(uow_factory, victim) == []
+    assert service_connections(vhost, "remit-", len(before)) == before, "no connection closed or came back"
+
+
+async def test_every_kind_of_unreadable_properties_is_the_attackers_own_dead_letter(
+    uow_factory: UnitOfWorkFactory,
+    vhost: str,
+    consumer: ServiceProcess,
+    archiver: ServiceProcess,
     tenant_users: TenantUsers,
 ) -> None:
     attacker, victim = await fresh_tenant(uow_factory), await fresh_tenant(uow_factory)
-    publisher = tenant_users.publisher(attacker)
-    bad_text, bad_stamp, victims = (
-        make_wire_dict(tenant_id=attacker),
-        make_wire_dict(tenant_id=attacker),
-        make_wire_dict(tenant_id=victim),
-    )
+    a, b = tenant_users.publisher(attacker), tenant_users.publisher(victim)
+    before = service_connections(vhost, "remit-", CONSUMER_CONNECTIONS + 1)
+    hostile = _drawn(a.user, attacker, VARIANTS)
+    payments = [make_wire_dict(tenant_id=victim) for _ in range(VARIANTS)]
 
-    await _publish_raw(publisher, bad_text, correlation_id=NOT_UTF8, app_id=NOT_UTF8)
-    await _publish_raw(publisher, bad_stamp, timestamp=YEAR_10000_AND_LATER)
-    await tenant_users.publisher(victim).publish(victims)
+    taken = []
+    for (kind, raw, wire), honest in zip(hostile, payments, strict=True):
+        if (await _send(a, [(raw, to_wire_bytes(wire))]))[0]:
+            taken.append((kind, raw, wire))
+        await b.publish(honest)
+    for wire in payments:
+        await eventually(booked_once(uow_factory, wire["message_id"]))
+    filed = await wait_for_dead_letters(uow_factory, attacker, len(taken), timeout=60)
 
-    async def booked() -> bool:
-        return all([await ledger_count(uow_factory, w["message_id"]) == 1 for w in (bad_text, victims)])
+    refused = {kind for kind, *_ in hostile} - {kind for kind, *_ in taken}
+    assert refused <= {"unknown_type"}, "RabbitMQ itself refuses only unknown field types"
+    by_body = {row.body_sha256: row for row in filed}
+    for kind, _, wire in taken:
+        row = by_body.get(_sha(to_wire_bytes(wire)))
+        assert row is not None, f"{kind}: not filed under the attacker"
+        assert row.reason == "unreadable_properties", kind
+        assert row.headers[headers.PROPERTIES_SHA256], kind
+        assert await ledger_count(uow_factory, wire["message_id"]) == 0, kind
+    assert len(filed) == len(taken), "each once"
+    assert await dead_letters_of(uow_factory, victim) == []
+    assert service_connections(vhost, "remit-", len(before)) == before, "no connection closed or came back"
+    assert consumer.proc.poll() is None
+    assert archiver.proc.poll() is None
 
-    await eventually(booked)  # the text nobody uses does not matter: the payment is the body's
-    [refused] = await dead_letters(channel, settings, 1)
-    assert refused.body == to_wire_bytes(bad_stamp)
-    assert refused.headers[headers.REASON] == "invalid", "refused by remit (it came without properties), not the broker"
-    assert "content_type" in str(refused.headers[headers.ERROR_MESSAGE])
-    assert await ledger_count(uow_factory, bad_stamp["message_id"]) == 0
-    log = consumer.log_path.read_text()
-    assert log.count("AMQP properties could not be read") == 1, "read once: never redelivered after a closed connection"
-    assert "InvalidFrameError" not in log
 
-
-async def test_one_that_expires_unread_is_archived_under_its_publisher(
-    uow_factory: UnitOfWorkFactory, service_env: ServiceEnv, logs_dir: Path, tenant_users: TenantUsers
+async def test_in_the_dead_letter_queue_they_are_archived_and_stop_nothing(
+    uow_factory: UnitOfWorkFactory, vhost: str, archiver: ServiceProcess, tenant_users: TenantUsers
 ) -> None:
-    """No consumer runs: the broker expires the message into the dead-letter exchange, and the archiver receives
-    the same properties. It files the dead letter under the tenant that published it."""
+    """No consumer runs: the broker expires them into the dead-letter queue (which has no delivery limit, so before
+    the guard one of them closed the archiver's connection for good), and an ordinary dead letter after them."""
     attacker = await fresh_tenant(uow_factory)
-    wire = make_wire_dict(tenant_id=attacker)
-    archiver = start_archiver(service_env.env(), logs_dir / "archiver.log")
-    try:
-        await _publish_raw(tenant_users.publisher(attacker), wire, correlation_id=NOT_UTF8, expiration="1")
-        [row] = await wait_for_dead_letters(uow_factory, attacker, 1)
-    finally:
-        archiver.stop()
+    a = tenant_users.publisher(attacker)
+    before = service_connections(vhost, "remit-archiver", 1)
+    drawn = _drawn(a.user, attacker, 12, expiration=shortstr(b"1"))
+    plain = make_wire_dict(tenant_id=attacker)
 
-    assert (str(row.message_id), row.reason, row.body) == (wire["message_id"], "expired", to_wire_bytes(wire))
-    assert "InvalidFrameError" not in archiver.log_path.read_text()
+    taken = await _send(a, [(raw, to_wire_bytes(wire)) for _, raw, wire in drawn])
+    await a.publish(plain, expiration=0.001)
+    hostile = [message for message, took in zip(drawn, taken, strict=True) if took]
+    filed = await wait_for_dead_letters(uow_factory, attacker, len(hostile) + 1, timeout=60)
+
+    by_body = {row.body_sha256: row for row in filed}
+    for kind, _, wire in hostile:
+        row = by_body[_sha(to_wire_bytes(wire))]
+        assert row.reason == "expired", kind
+        assert row.tenant_id == attacker, kind
+        assert row.headers[headers.PROPERTIES_UNREADABLE], kind
+    assert by_body[_sha(to_wire_bytes(plain))].reason == "expired"
+    assert service_connections(vhost, "remit-archiver", 1) == before, "the archiver's connection stayed up"

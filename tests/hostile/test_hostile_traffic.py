@@ -42,11 +42,12 @@ async def test_hostile_traffic_touches_nothing_but_the_attackers_own_money(
     attacker, victim = await fresh_tenant(uow_factory), await fresh_tenant(uow_factory)
     honest = victim_payments(victim, HONEST)
     victim_ids = [str(w["message_id"]) for w in honest]
-    cast = Cast(attacker, victim, victim_ids)
+    a = tenant_users.publisher(attacker)
+    cast = Cast(attacker, victim, victim_ids, attacker_user=a.user)
     seed = random_seed()
     messages = generate(cast, HOSTILE, seed)
 
-    sent = await send_all(tenant_users.publisher(attacker), tenant_users.publisher(victim), messages, honest)
+    sent = await send_all(a, tenant_users.publisher(victim), messages, honest)
     outcome = await settle(engine, cast, sent, victim_ids, timeout=180)
 
     context = f"seed {seed}; accepted {by_kind(sent.accepted)}; refused {len(sent.refused)}"

@@ -156,6 +156,23 @@ async def test_an_upload_over_the_limit_is_413_in_the_shape(settings: Settings, 
     assert body["detail"] == "the file is larger than 1024 bytes"
 
 
+async def test_a_command_over_the_body_limit_and_the_brakes_refusal_are_in_the_shape(
+    settings: Settings, uow_factory: UnitOfWorkFactory
+) -> None:
+    key = bearer(await tenant_key(uow_factory, await fresh_tenant(uow_factory)))
+    small = settings.model_copy(update={"admin_max_request_bytes": 1024, "admin_auth_source_failures": 1})
+    async with admin_client(small) as client:
+        too_large = await client.post("/v1/dead-letters/replay", headers=key, json={"ids": [1], "why": "x" * 1024})
+        body = problem(too_large, 413, "content_too_large")
+        assert body["detail"] == "the request body is larger than 1024 bytes, the most this route takes"
+        assert too_large.headers["connection"] == "close"
+        problem(await client.get("/v1/batches", headers=bearer("rk_000000000000_wrong")), 401, "unauthorized")
+        held = problem(await client.get("/v1/batches", headers=bearer("rk_000000000000_wrong")), 429)
+        assert held["code"] == "too_many_requests"
+        assert held["detail"] == "too many failed authentications from this address: try again in 6 s"
+        assert (await client.get("/v1/batches", headers=key)).status_code == 200
+
+
 async def test_messages_name_request_fields_not_cli_flags(
     client: httpx.AsyncClient, uow_factory: UnitOfWorkFactory, tmp_path: Any
 ) -> None:
@@ -225,7 +242,9 @@ async def test_openapi_declares_statuses_shapes_and_limits(client: httpx.AsyncCl
             continue
         for method, operation in operations.items():
             responses = operation["responses"]
-            assert {"401", "422", "500", "503"} <= set(responses), (method, path)
+            assert {"401", "422", "429", "500", "503"} <= set(responses), (method, path)
+            if "requestBody" in operation:  # a route that reads a body may find it over the limit
+                assert "413" in responses, (method, path)
             for status, response in responses.items():
                 if int(status) >= 400:
                     assert list(response["content"]) == ["application/problem+json"], (method, path, status)

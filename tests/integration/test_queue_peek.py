@@ -8,25 +8,28 @@ masked, with nothing taken, reordered or counted.
 """
 
 import json
+import struct
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import aiormq
 import httpx
 import pytest
 from aio_pika.abc import AbstractChannel, AbstractIncomingMessage, AbstractRobustConnection
 
 from app.bootstrap import publisher_identity
-from app.messaging.broker_peek import BrokerPeek
+from app.messaging.broker_peek import UNREADABLE, BrokerPeek
 from app.messaging.queues import ready_count
 from app.observability.peek import Peeked, PeekRequest, peek_queue
 from app.settings import Settings
 from app.storage.unit_of_work import UnitOfWorkFactory
 from tests.utils.cli import remit
-from tests.utils.factories import make_wire_dict
+from tests.utils.factories import make_wire_dict, to_wire_bytes
+from tests.utils.hostile_properties import nested, payment_properties, publish_raw
 from tests.utils.queues import accept_payments, publish_like_the_relay, require_broker_cli, take_all
-from tests.utils.services import MANAGEMENT_AUTH, MANAGEMENT_URL, ServiceEnv
+from tests.utils.services import MANAGEMENT_AUTH, MANAGEMENT_URL, ServiceEnv, eventually
 from tests.utils.tenant_users import TenantUsers
 from tests.utils.world import fresh_tenant, send_payment
 
@@ -198,3 +201,38 @@ async def test_remit_queues_peek_prints_masked_messages_of_one_tenant(scene: Sce
     code, out = await remit(service_env.env(), "queues", "peek", "payments.elsewhere")
     assert code == 2
     assert "is not one of remit's queues" in out
+
+
+async def test_a_message_whose_headers_no_json_reader_takes_is_shown_unreadable(
+    settings: Settings, uow_factory: UnitOfWorkFactory, service_env: ServiceEnv, tenant_users: TenantUsers
+) -> None:
+    """At the head of a queue: `remit queues peek` and `remit queues list` keep working and say what they can."""
+    require_broker_cli()
+    tenant = await fresh_tenant(uow_factory)
+    attacker = tenant_users.publisher(tenant)
+    poison, after = make_wire_dict(tenant_id=tenant), make_wire_dict(tenant_id=tenant)
+    stamp = struct.pack(">Q", int(datetime.now(UTC).timestamp()))
+    raw = payment_properties(attacker.user, tenant, str(poison["message_id"]), (b"deep", nested(800)), timestamp=stamp)
+    connection = await aiormq.connect(attacker.url)
+    channel = await connection.channel()
+    await channel.confirm_delivery()
+    await publish_raw(channel, f"{tenant}.payment", to_wire_bytes(poison), raw)
+    await connection.close()
+    await attacker.publish(after)
+
+    code, out = await remit(service_env.env(), "queues", "peek", BASIC, "--tenant", tenant, "--json")
+    assert code == 0, out
+    first, second = json.loads(out)["payments"]
+    assert (first["message_id"], first["tenant"], first["basis"]) == (str(poison["message_id"]), tenant, "login")
+    assert first["body_prefix"] == UNREADABLE
+    assert second["message_id"] == str(after["message_id"])
+    listed: list[dict[str, Any]] = []
+
+    async def both_listed() -> bool:  # the management API's figures lag by a statistics interval
+        code, out = await remit(service_env.env(), "queues", "list", "--json")
+        assert code == 0, out
+        listed[:] = [q for q in json.loads(out)["live"]["queues"] if q["name"] == BASIC]
+        return bool(listed[0]["ready"] == 2)
+
+    await eventually(both_listed, timeout=30, poll=1.0)
+    assert listed[0]["oldest_age_seconds"] is not None, "its timestamp read all the same"

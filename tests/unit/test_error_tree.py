@@ -73,6 +73,7 @@ def test_every_permanent_failure_keeps_its_dead_letter_reason() -> None:
         "CurrencyNotHeld": "currency_not_held",
         "TransferKeyConflict": "core_key_conflict",
         "MessageExpired": "expired",
+        "UnreadableProperties": "unreadable_properties",
     }
     assert not any(kind.retryable for kind in _all(PermanentError))
     assert all(kind.retryable for kind in _all(RetryableError))

@@ -33,9 +33,14 @@ def test_the_admin_apps_variables_are_settings(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("REMIT_ADMIN_MAX_UPLOAD_BYTES", "4096")
     monkeypatch.setenv("REMIT_ADMIN_COOKIE_SECURE", "true")
     monkeypatch.setenv("REMIT_ADMIN_SESSION_IDLE_MINUTES", "5")
+    monkeypatch.setenv("REMIT_ADMIN_MAX_REQUEST_BYTES", "2048")
+    monkeypatch.setenv("REMIT_ADMIN_AUTH_SOURCE_FAILURES", "3")
+    monkeypatch.setenv("REMIT_ADMIN_AUTH_KEY_REFILL_SECONDS", "90")
     settings = Settings()
     assert (settings.admin_port, settings.admin_max_upload_bytes) == (9191, 4096)
     assert (settings.admin_cookie_secure, settings.admin_session_idle_minutes) == (True, 5)
+    assert settings.admin_max_request_bytes == 2048
+    assert (settings.admin_auth_source_failures, settings.admin_auth_key_refill_seconds) == (3, 90.0)
 
 
 @pytest.mark.parametrize(

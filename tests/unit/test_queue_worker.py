@@ -110,17 +110,20 @@ class FakeConnection:
 class Recorder:
     """A processor that records each batch and answers with a scripted verdict per delivery."""
 
-    def __init__(self, verdict: Callable[[Delivery], bool] = lambda d: True, fail: bool = False) -> None:
+    def __init__(
+        self, verdict: Callable[[Delivery], bool] = lambda d: True, fail: bool = False, fails_on: str | None = None
+    ) -> None:
         self.batches: list[list[str | None]] = []
         self._verdict = verdict
         self._fail = fail
+        self._fails_on = fails_on  # a message id that makes the whole batch raise
         self.release = asyncio.Event()
         self.release.set()
 
     async def __call__(self, deliveries: Sequence[Delivery]) -> list[bool]:
         await self.release.wait()
         self.batches.append([d.message_id for d in deliveries])
-        if self._fail:
+        if self._fail or any(d.message_id == self._fails_on for d in deliveries):
             raise RuntimeError("a bug in the processor")
         return [self._verdict(d) for d in deliveries]
 
@@ -200,6 +203,21 @@ async def test_a_processing_bug_acks_nothing() -> None:
     assert all(kind == "nack" for kind, _, _ in settlements)
     assert worker.running, "a bug in one batch must not stop the worker"
     await worker.stop()
+
+
+async def test_a_bug_one_delivery_triggers_sends_back_that_delivery_alone() -> None:
+    """Bulkheads: the batch is processed again one delivery at a time, so the others (another tenant's, say) are
+    settled as usual and only the one the processor raises for goes back to the queue."""
+    process = Recorder(fails_on="m-3")
+    process.release.clear()
+    worker, channel = await _started(process)
+    settlements = await _deliver(channel, range(1, 6))
+    process.release.set()
+    await _idle()
+    await worker.stop()
+    assert process.batches[-4:] == [["m-2"], ["m-3"], ["m-4"], ["m-5"]], "the failed batch again, one at a time"
+    assert [s for s in settlements if s[0] == "nack"] == [("nack", 3, True)], "only the one it raises for goes back"
+    assert max(tag for kind, tag, _ in settlements if kind == "ack") == 5, "every other one is acked"
 
 
 async def test_batches_are_capped_and_stop_settles_what_arrived() -> None:

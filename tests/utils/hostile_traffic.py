@@ -12,6 +12,7 @@ import asyncio
 import hashlib
 import json
 import secrets
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.messaging import headers
 from tests.utils.factories import make_wire_dict, new_message_id, to_wire_bytes
+from tests.utils.hostile_properties import hostile_properties
 from tests.utils.tenant_users import TenantPublisher
 
 REMIT_HEADERS = (
@@ -56,6 +58,7 @@ class Hostile:
     content_type: str | None = "application/json"
     forge_user: bool = False  # user_id set to the victim's user: RabbitMQ must refuse it (406)
     victim_key: bool = False  # routing key of the victim: RabbitMQ must refuse it (403)
+    raw_properties: bytes | None = None  # properties no decoder takes, as bytes on the wire (every other field unused)
 
     @property
     def sha256(self) -> str:
@@ -69,6 +72,7 @@ class Cast:
     attacker: str
     victim: str
     victim_ids: list[str]
+    attacker_user: str = ""  # the attacker's RabbitMQ login: with it, hostile properties are drawn too
 
 
 Mutation = tuple[bytes | None, str]  # (raw bytes instead of the wire dict, or None; the tenant header)
@@ -162,6 +166,8 @@ KINDS = [k for k in MUTATIONS if k not in {"oversize", "nested"} for _ in range(
 
 @st.composite
 def hostile_message(draw: st.DrawFn, cast: Cast) -> Hostile:
+    if cast.attacker_user and draw(st.integers(0, 3)) == 0:  # a quarter of them: properties nobody should read
+        return draw(_with_hostile_properties(cast))
     kind = draw(st.sampled_from(KINDS))
     wire = make_wire_dict(tenant_id=cast.attacker)
     body, header = MUTATIONS[kind](draw, cast, wire)
@@ -179,6 +185,15 @@ def hostile_message(draw: st.DrawFn, cast: Cast) -> Hostile:
         forge_user=draw(st.sampled_from([False] * 40 + [True])),
         victim_key=draw(st.sampled_from([False] * 40 + [True])),
     )
+
+
+@st.composite
+def _with_hostile_properties(draw: st.DrawFn, cast: Cast) -> Hostile:
+    """A valid payment of the attacker's whose properties are hostile (tests/utils/hostile_properties.py)."""
+    wire = make_wire_dict(tenant_id=cast.attacker)
+    kind, raw = draw(hostile_properties(cast.attacker_user, cast.attacker, str(wire["message_id"])))
+    body = to_wire_bytes(wire)
+    return Hostile(f"properties:{kind}", body, str(wire["message_id"]), cast.attacker, raw_properties=raw)
 
 
 def generate(cast: Cast, count: int, seed_value: int) -> list[Hostile]:
@@ -205,6 +220,7 @@ def generate(cast: Cast, count: int, seed_value: int) -> list[Hostile]:
 class Sent:
     accepted: list[Hostile] = field(default_factory=list)
     refused: list[tuple[Hostile, str]] = field(default_factory=list)
+    victim_sent_at: dict[str, float] = field(default_factory=dict)  # the victim's message_id -> confirmed at (epoch)
 
 
 async def send_all(
@@ -223,23 +239,28 @@ async def send_all(
             if pending and n % every == 0:
                 wire = pending.pop()
                 await honest.publish_bytes(to_wire_bytes(wire), message_id=str(wire["message_id"]))
+                sent.victim_sent_at[str(wire["message_id"])] = time.time()
             try:
-                await hostile.publish_bytes(
-                    message.body,
-                    f"{victim.tenant}.payment" if message.victim_key else None,
-                    message_id=message.message_id,
-                    user_id=victim.user if message.forge_user else attacker.user,
-                    tenant_header=message.tenant_header,
-                    extra_headers=message.extra_headers,
-                    expiration=message.expiration,
-                    content_type=message.content_type,
-                )
+                if message.raw_properties is not None:
+                    await hostile.publish_raw(message.body, message.raw_properties)
+                else:
+                    await hostile.publish_bytes(
+                        message.body,
+                        f"{victim.tenant}.payment" if message.victim_key else None,
+                        message_id=message.message_id,
+                        user_id=victim.user if message.forge_user else attacker.user,
+                        tenant_header=message.tenant_header,
+                        extra_headers=message.extra_headers,
+                        expiration=message.expiration,
+                        content_type=message.content_type,
+                    )
             except (aiormq.exceptions.AMQPError, ConnectionError) as exc:
                 sent.refused.append((message, type(exc).__name__))
             else:
                 sent.accepted.append(message)
         for wire in pending:
             await honest.publish_bytes(to_wire_bytes(wire), message_id=str(wire["message_id"]))
+            sent.victim_sent_at[str(wire["message_id"])] = time.time()
     return sent
 
 
@@ -255,6 +276,7 @@ class Outcome:
     attacker_booked: int
     attacker_dead_letters: int
     reasons: dict[str, int]
+    victim_delays: list[float] = field(default_factory=list)  # seconds from the victim's publish to its booking
 
 
 _BODY_SHAS = text(
@@ -264,7 +286,8 @@ _BODY_SHAS = text(
     """
 )
 _LEDGER = text(
-    "SELECT message_id::text AS id, payment_reference, amount_cents, currency FROM ledger WHERE tenant_id = :tenant"
+    "SELECT message_id::text AS id, payment_reference, amount_cents, currency, booked_at FROM ledger"
+    " WHERE tenant_id = :tenant"
 )
 _VICTIM_DEAD = text("SELECT count(*) FROM dead_letters WHERE tenant_id = :tenant")
 
@@ -274,7 +297,8 @@ async def check_outcome(owner: AsyncEngine, cast: Cast, sent: Sent, victim_ids: 
     async with owner.connect() as conn:
         shas = (await conn.execute(_BODY_SHAS, {"tenant": cast.attacker})).all()
         booked = {r.id: r for r in (await conn.execute(_LEDGER, {"tenant": cast.attacker})).all()}
-        victim_rows = [r.id for r in (await conn.execute(_LEDGER, {"tenant": cast.victim})).all()]
+        victim_ledger = (await conn.execute(_LEDGER, {"tenant": cast.victim})).all()
+        victim_rows = [r.id for r in victim_ledger]
         victim_dead = int((await conn.execute(_VICTIM_DEAD, {"tenant": cast.victim})).scalar_one())
     dead = {r.sha for r in shas}
     reasons: dict[str, int] = {}
@@ -282,7 +306,8 @@ async def check_outcome(owner: AsyncEngine, cast: Cast, sent: Sent, victim_ids: 
         reasons[row.reason] = reasons.get(row.reason, 0) + 1
     unaccounted = [m for m in sent.accepted if m.sha256 not in dead and not _booked_as_itself(m, booked)]
     counts = {i: victim_rows.count(i) for i in victim_ids}
-    return Outcome(unaccounted, counts, victim_dead, len(booked), len(shas), reasons)
+    delays = [r.booked_at.timestamp() - sent.victim_sent_at[r.id] for r in victim_ledger if r.id in sent.victim_sent_at]
+    return Outcome(unaccounted, counts, victim_dead, len(booked), len(shas), reasons, sorted(delays))
 
 
 def _booked_as_itself(message: Hostile, booked: Mapping[str, Any]) -> bool:

@@ -4,10 +4,12 @@ The tests give it any body, headers, message_id, expiration and user_id they lik
 decides what it refuses (a routing key outside `<tenant>.*`: 403; a user_id other than the login: 406).
 """
 
+import contextlib
 from collections.abc import Mapping
 from typing import Any
 
 import aio_pika
+import aiormq
 import httpx
 
 from app.messaging import headers
@@ -15,6 +17,7 @@ from app.messaging.connection import with_login
 from app.messaging.properties import CONTENT_TYPE
 from app.tenancy.broker_users import broker_user, new_password, write_pattern
 from tests.utils.factories import to_wire_bytes
+from tests.utils.hostile_properties import publish_raw
 from tests.utils.services import MANAGEMENT_AUTH, MANAGEMENT_URL, management
 
 _OWN = object()  # user_id default: the publisher's own login, as an honest tenant sets it
@@ -108,6 +111,7 @@ class TenantSession:
         self._publisher = publisher
         self._connection: aio_pika.abc.AbstractConnection | None = None
         self._channel: aio_pika.abc.AbstractChannel | None = None
+        self._refused = False  # the broker closed the connection over the last publish: open a new one
 
     async def __aenter__(self) -> "TenantSession":
         self._connection = await aio_pika.connect(self._publisher.url)
@@ -129,10 +133,7 @@ class TenantSession:
         expiration: float | None = None,
         content_type: str | None = CONTENT_TYPE,
     ) -> None:
-        assert self._connection is not None, "use the session as an async context manager"
-        if self._channel is None or self._channel.is_closed:
-            self._channel = await self._connection.channel(publisher_confirms=True, on_return_raises=True)
-        exchange = await self._channel.get_exchange("payments", ensure=False)
+        exchange = await (await self._open_channel()).get_exchange("payments", ensure=False)
         message = self._publisher.message(
             body,
             message_id=message_id,
@@ -143,6 +144,29 @@ class TenantSession:
             content_type=content_type,
         )
         await exchange.publish(message, routing_key=routing_key or f"{self._publisher.tenant}.payment")
+
+    async def _open_channel(self) -> aio_pika.abc.AbstractChannel:
+        """The session's channel, opened again after a refusal closed it (a connection, too: RabbitMQ closes the
+        connection over a frame it cannot parse)."""
+        assert self._connection is not None, "use the session as an async context manager"
+        if self._connection.is_closed or self._refused:
+            with contextlib.suppress(Exception):
+                await self._connection.close()
+            self._connection = await aio_pika.connect(self._publisher.url)
+            self._channel, self._refused = None, False
+        if self._channel is None or self._channel.is_closed:
+            self._channel = await self._connection.channel(publisher_confirms=True, on_return_raises=True)
+        return self._channel
+
+    async def publish_raw(self, body: bytes, raw_properties: bytes) -> None:
+        """`body` with properties that are `raw_properties` on the wire (tests/utils/hostile_properties.py), on the
+        tenant's own key, confirmed."""
+        underlay = await (await self._open_channel()).get_underlay_channel()
+        try:
+            await publish_raw(underlay, f"{self._publisher.tenant}.payment", body, raw_properties)
+        except Exception as refused:  # RabbitMQ closes the connection over a frame it cannot parse
+            self._refused = True
+            raise aiormq.exceptions.AMQPError(f"refused: {refused!r}") from refused
 
 
 class TenantUsers:

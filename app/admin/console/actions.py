@@ -3,12 +3,14 @@ exactly the dead letters the preview showed) and discard (a reason, then a confi
 
 from typing import Annotated
 
-from fastapi import APIRouter, Form, Request, status
+from fastapi import APIRouter, Request, status
 from fastapi.responses import RedirectResponse
+from pydantic import BaseModel
 from starlette.responses import Response
 
 from app.admin.auth import Services
 from app.admin.console.context import Console, ConsoleContext
+from app.admin.console.forms import FormText, session_form
 from app.admin.console.render import page
 from app.admin.dead_letter_ops import discard_for, replay_for
 from app.deadletters.operations import Filters, ReplayReport
@@ -20,7 +22,27 @@ router = APIRouter(prefix="/console", include_in_schema=False)
 LIST = "/console/dead-letters"
 PREVIEW, CONFIRM = "preview", "confirm"
 WILL_ACT = ("would replay", "would resolve")
-FormText = Annotated[str, Form(max_length=500)]
+
+
+class ReplayForm(BaseModel):
+    csrf_token: FormText = ""
+    step: FormText = PREVIEW
+    dead_letter_id: int | None = None
+    ids: list[int] = []
+    reason: FormText = ""
+    batch: FormText = ""
+    currency: FormText = ""
+    tenant: FormText = ""
+    since: FormText = ""
+    until: FormText = ""
+    force: bool = False
+    why: FormText = ""
+
+
+class DiscardForm(BaseModel):
+    csrf_token: FormText = ""
+    step: FormText = "review"
+    reason: FormText = ""
 
 
 def _detail(dead_letter_id: int) -> str:
@@ -37,34 +59,34 @@ async def replay(
     request: Request,
     ctx: Console,
     services: Services,
-    csrf_token: FormText = "",
-    step: FormText = PREVIEW,
-    dead_letter_id: Annotated[int | None, Form()] = None,
-    ids: Annotated[list[int], Form()] = [],  # noqa: B006 - FastAPI copies defaults per request
-    reason: FormText = "",
-    batch: FormText = "",
-    currency: FormText = "",
-    tenant: FormText = "",
-    since: FormText = "",
-    until: FormText = "",
-    force: Annotated[bool, Form()] = False,
-    why: FormText = "",
+    form: Annotated[ReplayForm, session_form(ReplayForm)],
 ) -> Response:
-    ctx.check_csrf(csrf_token)
-    back = _detail(dead_letter_id) if dead_letter_id is not None else LIST
-    if step == CONFIRM:
-        return await _confirm_replay(ctx, services, ids, force, why, back)
-    chosen = [dead_letter_id] if dead_letter_id is not None else []
-    filters = None if chosen else Filters(reason, batch, currency, "open", since, until, tenant)
+    ctx.check_csrf(form.csrf_token)
+    back = _detail(form.dead_letter_id) if form.dead_letter_id is not None else LIST
+    if form.step == CONFIRM:
+        return await _confirm_replay(ctx, services, form.ids, form.force, form.why, back)
+    chosen = [form.dead_letter_id] if form.dead_letter_id is not None else []
+    filters = (
+        None if chosen else Filters(form.reason, form.batch, form.currency, "open", form.since, form.until, form.tenant)
+    )
     try:
-        report = await replay_for(services, ctx.caller, chosen, filters, False, dry_run=True, force=force, why=why)
+        report = await replay_for(
+            services, ctx.caller, chosen, filters, False, dry_run=True, force=form.force, why=form.why
+        )
     except DeadLetterNotFound:
         raise
     except CallerError as exc:
         return _back(ctx, back, f"Nothing replayed: {exc}")
     confirm_ids = [o.dead_letter_id for o in report.outcomes if o.action in WILL_ACT]
     return page(
-        request, "replay_preview.html", ctx, report=report, confirm_ids=confirm_ids, force=force, why=why, back=back
+        request,
+        "replay_preview.html",
+        ctx,
+        report=report,
+        confirm_ids=confirm_ids,
+        force=form.force,
+        why=form.why,
+        back=back,
     )
 
 
@@ -94,18 +116,17 @@ async def discard(
     ctx: Console,
     services: Services,
     dead_letter_id: int,
-    csrf_token: FormText = "",
-    step: FormText = "review",
-    reason: FormText = "",
+    form: Annotated[DiscardForm, session_form(DiscardForm)],
 ) -> Response:
-    ctx.check_csrf(csrf_token)
-    if not reason.strip():
+    ctx.check_csrf(form.csrf_token)
+    reason = form.reason.strip()
+    if not reason:
         return _back(ctx, _detail(dead_letter_id), "Say why it is discarded: a reason is required.")
-    if step != CONFIRM:
+    if form.step != CONFIRM:
         detail = await show_dead_letter(services.uow(ctx.caller), dead_letter_id, ctx.caller.scope())
-        return page(request, "discard_confirm.html", ctx, s=detail.summary, reason=reason.strip())
+        return page(request, "discard_confirm.html", ctx, s=detail.summary, reason=reason)
     try:
-        await discard_for(services, ctx.caller, dead_letter_id, reason.strip())
+        await discard_for(services, ctx.caller, dead_letter_id, reason)
     except DeadLetterNotFound:
         raise
     except CallerError as exc:

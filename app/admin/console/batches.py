@@ -6,15 +6,17 @@ import tempfile
 from pathlib import Path
 from typing import Annotated
 
-from fastapi import APIRouter, File, Form, HTTPException, Query, Request, UploadFile, status
+from fastapi import APIRouter, HTTPException, Query, Request, status
 from fastapi.responses import RedirectResponse
+from starlette.datastructures import UploadFile
 from starlette.responses import Response
 
 from app.admin.auth import Services
-from app.admin.console.context import Console
+from app.admin.console.context import Console, ConsoleContext
 from app.admin.console.render import page
 from app.admin.ingress import Upload, save_part, submit_upload
 from app.admin.reports import report_response
+from app.admin.services import AdminServices
 from app.bankfiles.formats import BankFormat, parse_format
 from app.errors import BatchNotFound, UsageError
 from app.reporting.batch_pages import batch_page, list_batches
@@ -25,7 +27,7 @@ router = APIRouter(prefix="/console", include_in_schema=False)
 PAGE = "/console/batches"
 PAGE_SIZE = 100
 REFRESH_SECONDS = 5  # a batch page reloads itself while payments are in flight (no script: a meta refresh)
-FormText = Annotated[str, Form(max_length=500)]
+MAX_TEXT = 500  # the longest text field kept from the upload form (a CSRF token, a format's name)
 
 
 @router.get("/batches")
@@ -66,17 +68,26 @@ async def batch_detail_page(
 
 
 @router.post("/batches")
-async def upload(
-    request: Request,
-    ctx: Console,
-    services: Services,
-    file: Annotated[UploadFile, File()],
-    csrf_token: FormText = "",
-    bank_format: Annotated[str, Form(alias="format", max_length=32)] = "",
+async def upload(request: Request, ctx: Console, services: Services) -> Response:
+    """The form (a `file` part, `csrf_token`, `format`) is read here, after the session is known: declared
+    as parameters, FastAPI would spool the file before checking anyone."""
+    async with request.form(max_files=1, max_fields=10) as form:
+        ctx.check_csrf(_text(form.get("csrf_token")))
+        if ctx.caller.is_admin:
+            raise HTTPException(status.HTTP_403_FORBIDDEN, "admins cannot submit batches: log in with the tenant's key")
+        file, bank_format = form.get("file"), _text(form.get("format"))
+        if not isinstance(file, UploadFile):
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "choose a bank file to upload")
+        return await _submit(request, ctx, services, file, bank_format)
+
+
+def _text(value: object) -> str:
+    return value[:MAX_TEXT] if isinstance(value, str) else ""
+
+
+async def _submit(
+    request: Request, ctx: ConsoleContext, services: AdminServices, file: UploadFile, bank_format: str
 ) -> Response:
-    ctx.check_csrf(csrf_token)
-    if ctx.caller.is_admin:
-        raise HTTPException(status.HTTP_403_FORBIDDEN, "admins cannot submit batches: log in with the tenant's key")
     try:
         named = parse_format(bank_format).value if bank_format else None
         with tempfile.TemporaryDirectory(prefix="remit-upload-") as folder:

@@ -4,14 +4,18 @@ import hmac
 import secrets
 from typing import Annotated
 
-from fastapi import APIRouter, Form, Request, status
+from fastapi import APIRouter, Request, status
 from fastapi.responses import RedirectResponse
+from pydantic import BaseModel, Field
 from starlette.responses import Response
 
 from app.admin.api_keys import authenticate
 from app.admin.auth import Services
+from app.admin.brake import REFUSALS
 from app.admin.console.context import Console
+from app.admin.console.forms import read_form, session_form
 from app.admin.console.render import page
+from app.admin.edge import CONSOLE, EdgeState, host_of
 from app.admin.services import AdminServices
 from app.admin.sessions import COOKIE
 
@@ -21,6 +25,16 @@ router = APIRouter(prefix="/console", include_in_schema=False)
 # a SameSite=Strict cookie and repeated in the form, which another site can neither read nor set.
 LOGIN_COOKIE = "remit_login"
 HOME = "/console/dead-letters"
+EXPIRED = "The login form expired. Please try again."
+
+
+class LoginForm(BaseModel):
+    api_key: Annotated[str, Field(max_length=200)]
+    login_token: Annotated[str, Field(max_length=100)] = ""
+
+
+class LogoutForm(BaseModel):
+    csrf_token: Annotated[str, Field(max_length=500)] = ""
 
 
 @router.get("")
@@ -34,20 +48,28 @@ async def login_form(request: Request, services: Services) -> Response:
 
 
 @router.post("/login")
-async def login(
-    request: Request,
-    services: Services,
-    api_key: Annotated[str, Form(max_length=200)],
-    login_token: Annotated[str, Form(max_length=100)] = "",
-) -> Response:
+async def login(request: Request, services: Services, edge: EdgeState) -> Response:
+    """The form is read only after its login cookie is seen (a form posted without one is refused unread),
+    and is a few hundred bytes at most (Settings.admin_max_request_bytes bounds what is read)."""
     expected = request.cookies.get(LOGIN_COOKIE, "")
-    if not (expected and hmac.compare_digest(expected, login_token)):
-        return _login_page(request, services, "The login form expired. Please try again.", status.HTTP_403_FORBIDDEN)
-    caller = await authenticate(services.system_uow, api_key)
+    if not expected:
+        return _login_page(request, services, EXPIRED, status.HTTP_403_FORBIDDEN)
+    form = await read_form(request, LoginForm)
+    if not hmac.compare_digest(expected.encode(), form.login_token.encode()):
+        return _login_page(request, services, EXPIRED, status.HTTP_403_FORBIDDEN)
+    caller = await authenticate(services.system_uow, form.api_key)
     if caller is None:
-        return _login_page(
-            request, services, "That API key is not valid (or was revoked).", status.HTTP_401_UNAUTHORIZED
-        )
+        verdict = edge.key_failed(CONSOLE, host_of(request), form.api_key)
+        if not verdict.refused:
+            return _login_page(
+                request, services, "That API key is not valid (or was revoked).", status.HTTP_401_UNAUTHORIZED
+            )
+        await edge.brake.hold()
+        wait = verdict.retry_after
+        message = f"Too many failed logins {REFUSALS[verdict.reason]}. Try again in {wait} seconds."
+        refused = _login_page(request, services, message, status.HTTP_429_TOO_MANY_REQUESTS)
+        refused.headers["Retry-After"] = str(wait)
+        return refused
     session = services.sessions.create(caller.key_id)
     response = RedirectResponse(HOME, status.HTTP_303_SEE_OTHER)
     response.set_cookie(
@@ -63,8 +85,8 @@ async def login(
 
 
 @router.post("/logout")
-async def logout(ctx: Console, services: Services, csrf_token: Annotated[str, Form()] = "") -> Response:
-    ctx.check_csrf(csrf_token)
+async def logout(ctx: Console, services: Services, form: Annotated[LogoutForm, session_form(LogoutForm)]) -> Response:
+    ctx.check_csrf(form.csrf_token)
     services.sessions.drop(ctx.session.session_id)
     response = RedirectResponse("/console/login", status.HTTP_303_SEE_OTHER)
     response.delete_cookie(COOKIE, path="/console")

@@ -3,13 +3,15 @@ an admin every pool, with start/stop/restart (a confirmation step first, like ev
 
 from typing import Annotated, cast, get_args
 
-from fastapi import APIRouter, Form, HTTPException, Request, status
+from fastapi import APIRouter, HTTPException, Request, status
 from fastapi.responses import RedirectResponse
+from pydantic import BaseModel, Field
 from starlette.responses import Response
 
 from app.admin.api_workers import act_for, worker_status
 from app.admin.auth import Services
 from app.admin.console.context import Console
+from app.admin.console.forms import session_form
 from app.admin.console.render import page
 from app.tenancy.pool_operations import Action, tiers_of
 
@@ -17,8 +19,14 @@ router = APIRouter(prefix="/console", include_in_schema=False)
 
 PAGE = "/console/workers"
 ACTIONS: tuple[str, ...] = get_args(Action)
-FormText = Annotated[str, Form(max_length=32)]
-Token = Annotated[str, Form(max_length=500)]
+Choice = Annotated[str, Field(max_length=32)]
+
+
+class ActionForm(BaseModel):
+    csrf_token: Annotated[str, Field(max_length=500)] = ""
+    action: Choice = ""
+    tier: Choice = ""
+    step: Choice = "review"
 
 
 @router.get("/workers")
@@ -33,18 +41,16 @@ async def workers_action(
     request: Request,
     ctx: Console,
     services: Services,
-    csrf_token: Token = "",
-    action: FormText = "",
-    tier: FormText = "",
-    step: FormText = "review",
+    form: Annotated[ActionForm, session_form(ActionForm)],
 ) -> Response:
-    ctx.check_csrf(csrf_token)
+    ctx.check_csrf(form.csrf_token)
+    action, tier = form.action, form.tier
     if not ctx.caller.is_admin:
         raise HTTPException(status.HTTP_403_FORBIDDEN, "only admins can start, stop or restart worker pools")
     if action not in ACTIONS:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"unknown action {action!r}")
     tiers = tiers_of(tier or None)
-    if step != "confirm":
+    if form.step != "confirm":
         return page(request, "workers_confirm.html", ctx, action=action, tier=tier, tiers=tiers)
     await act_for(services, ctx.caller, cast(Action, action), tier or None)
     ctx.flash(f"Worker pools {', '.join(tiers)}: {action} applied; every consumer process follows within seconds.")

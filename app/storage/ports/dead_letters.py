@@ -60,6 +60,7 @@ class DeadLetterRecord:
     body_length: int
     body_sha256: str
     body_truncated: bool
+    payment_digest: bytes | None
 
 
 # A new dead letter: the columns the archiver derived (app/deadletters/incoming.py, to_row and raw_row).
@@ -95,7 +96,8 @@ class OpenDeadLetters:
 
 class DeadLetters(Protocol):
     async def add(self, dead_letter: NewDeadLetter) -> bool:
-        """File a dead letter unless its dedup_key is filed already (then False). Its first_failed_at becomes
+        """File a dead letter unless its dedup_key is filed already (then False): `already_processed` when its
+        payment_digest is its tenant's processed payment under its message_id, else `open`. Its first_failed_at becomes
         the earliest failure of its message (this one, or an earlier dead letter or attempt of the same
         tenant's message), on this row and on the message's other dead letters. Dead letters of one message
         are filed one at a time, so each sees the others' failure times."""
@@ -123,14 +125,16 @@ class DeadLetters(Protocol):
     async def set_status(self, dead_letter_id: int, status: str, now: datetime) -> None: ...
 
     async def totals(self, where: DeadLetterFilter, by: Grouping, ages: AgeBuckets, now: datetime) -> list[StatRow]:
-        """Count and amount per group and currency, ordered by both: one group "all" (total), or per reason,
+        """Count and amount per group and currency, leaving out open ones whose payment was booked since they were
+        filed (not money at risk), ordered by both: one group "all" (total), or per reason,
         per tenant (NO_TENANT for none) or per age bucket of `ages` at `now`."""
         ...
 
     async def count_security_events(self, where: DeadLetterFilter) -> int: ...
 
     async def open_by_tenant(self) -> list[OpenDeadLetters]:
-        """Every open dead letter, counted by tenant, reason and currency (the store gauges)."""
+        """Every open dead letter whose payment is not booked, counted by tenant, reason and currency (the store
+        gauges)."""
         ...
 
     async def security_events_by_tenant(self) -> dict[str | None, int]:

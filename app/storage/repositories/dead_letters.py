@@ -4,7 +4,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import ColumnElement, DateTime, and_, case, func, literal, select, text, true, update
+from sqlalchemy import ColumnElement, DateTime, and_, case, exists, func, literal, not_, select, text, true, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -19,7 +19,7 @@ from app.storage.ports.dead_letters import (
     OpenDeadLetters,
     StatRow,
 )
-from app.storage.tables import dead_letters, delivery_attempts
+from app.storage.tables import dead_letters, delivery_attempts, processed_messages
 
 dl = dead_letters.c
 
@@ -86,7 +86,11 @@ class SqlDeadLetters:
             "tenant": func.coalesce(dl.tenant_id, NO_TENANT),
             "age": _age_bucket(ages, now),
         }
-        keyed = select(keys[by].label("key"), dl.currency, dl.amount_cents).where(_where(where)).subquery()
+        keyed = (
+            select(keys[by].label("key"), dl.currency, dl.amount_cents)
+            .where(_where(where), not_(_open_but_booked()))
+            .subquery()
+        )
         query = (
             select(keyed.c.key, keyed.c.currency, func.count(), func.coalesce(func.sum(keyed.c.amount_cents), 0))
             .group_by(keyed.c.key, keyed.c.currency)
@@ -102,7 +106,7 @@ class SqlDeadLetters:
     async def open_by_tenant(self) -> list[OpenDeadLetters]:
         query = (
             select(dl.tenant_id, dl.reason, dl.currency, func.count(), func.coalesce(func.sum(dl.amount_cents), 0))
-            .where(dl.status == "open")
+            .where(dl.status == "open", not_(_open_but_booked()))
             .group_by(dl.tenant_id, dl.reason, dl.currency)
         )
         rows = await self._connection.execute(query)
@@ -147,11 +151,29 @@ def _same_message(message_id: UUID, tenant: str | None) -> ColumnElement[bool]:
     return and_(dl.message_id == message_id, dl.tenant_id.is_not_distinct_from(tenant))
 
 
+def _booked(tenant: Any, message_id: Any, digest: Any) -> ColumnElement[bool]:
+    """The tenant's idempotency record holds this very payment (the same digest) under this message_id."""
+    pm = processed_messages.c
+    return exists().where(pm.tenant_id == tenant, pm.message_id == message_id, pm.payment_digest == digest)
+
+
+def _open_but_booked() -> ColumnElement[bool]:
+    """Filed open, its payment booked since (the consumer's commit raced the broker's dead-lettering of a copy)."""
+    return and_(dl.status == "open", _booked(dl.tenant_id, dl.message_id, dl.payment_digest))
+
+
+def _status(dead_letter: NewDeadLetter) -> Any:
+    tenant, message_id, digest = (dead_letter.get(k) for k in ("tenant_id", "message_id", "payment_digest"))
+    if tenant is None or message_id is None or digest is None:
+        return "open"
+    return case((_booked(tenant, message_id, digest), "already_processed"), else_="open")
+
+
 def _insert(dead_letter: NewDeadLetter) -> Any:
     first = _earliest_failure(dead_letter["message_id"], dead_letter.get("tenant_id"), dead_letter["last_failed_at"])
     return (
         insert(dead_letters)
-        .values(**dead_letter, first_failed_at=first)
+        .values(**dead_letter, first_failed_at=first, status=_status(dead_letter))
         .on_conflict_do_nothing(index_elements=["dedup_key"])
         .returning(dl.first_failed_at)
     )

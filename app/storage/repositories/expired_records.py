@@ -25,7 +25,7 @@ _SELECTIONS: dict[RecordKind, str] = {
     """,
     "dead_letters": """
         SELECT d.ctid FROM dead_letters d LEFT JOIN tenants t ON t.tenant_id = d.tenant_id
-        WHERE d.status IN ('replayed', 'resolved', 'discarded')
+        WHERE d.status IN ('replayed', 'resolved', 'discarded', 'already_processed')
           AND d.status_changed_at < :bound
           AND d.status_changed_at < :now - make_interval(days => COALESCE(t.retention_days, :days))
     """,

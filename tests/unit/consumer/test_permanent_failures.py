@@ -163,7 +163,7 @@ async def test_a_body_cut_on_arrival_is_oversize_and_travels_as_its_prefix(consu
     assert only_dead_letter(consumer) == ("oversize", "MessageTooLarge")
     dead = consumer.republisher.dead_lettered[0]
     assert dead.delivery.body == payment.to_wire()[:100]
-    assert dead.delivery.body_headers()[headers.BODY_LENGTH] == 65_537
+    assert dead.delivery.evidence_headers()[headers.BODY_LENGTH] == 65_537
 
 
 @pytest.mark.parametrize(
