@@ -331,7 +331,7 @@ async def plain_round(args: argparse.Namespace, core: CoreBank, pairs: list[tupl
 
     async def sender() -> None:
         nonlocal booked
-        async with httpx.AsyncClient(base_url=core.url, timeout=60, headers=core_headers()) as client:
+        async with core.client(timeout=60) as client:  # with remit's token, as every client of the core
             while batches:
                 response = await client.post("/transfers/batch", json={"transfers": batches.pop()})
                 response.raise_for_status()
@@ -343,11 +343,6 @@ async def plain_round(args: argparse.Namespace, core: CoreBank, pairs: list[tupl
     if booked != args.messages:
         raise RuntimeError(f"the core booked {booked} of {args.messages} plain transfers")
     return booked / elapsed
-
-
-def core_headers() -> dict[str, str]:
-    """What a client of the core sends besides the transfers (its credential, when the core asks for one)."""
-    return {}
 
 
 async def latency_run(
