@@ -44,7 +44,7 @@ StatusQuery = Annotated[
     Query(
         alias="status",
         json_schema_extra={"enum": list(STATUS_CHOICES)},
-        description="open (the default), replayed, resolved, discarded or all.",
+        description="open (the default), replayed, resolved, discarded, already_processed or all.",
     ),
     one_of(STATUS_CHOICES),
 ]

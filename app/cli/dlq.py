@@ -50,9 +50,7 @@ def list_(
     reason: str | None = REASON,
     batch: str | None = BATCH,
     currency: str | None = CURRENCY,
-    status: str = typer.Option(
-        "open", "--status", help="open, replayed, resolved, discarded, already_processed or all."
-    ),
+    status: str = typer.Option("open", "--status", help=STATUS_HELP),
     since: str | None = SINCE,
     until: str | None = UNTIL,
     limit: int = typer.Option(50, "--limit", min=1, help="Most rows shown (newest first)."),
@@ -87,9 +85,7 @@ def show(
 @friendly_errors
 def stats(
     tenant: str | None = TENANT,
-    status: str = typer.Option(
-        "open", "--status", help="open, replayed, resolved, discarded, already_processed or all."
-    ),
+    status: str = typer.Option("open", "--status", help=STATUS_HELP),
     as_json: bool = JSON,
 ) -> None:
     """Counts and value at risk (sum of amount_cents, per currency) by reason, tenant and age.

@@ -124,7 +124,7 @@ async def test_choices_and_formats_outside_the_schema_are_422(
         body = problem(await client.get(f"/v1/dead-letters?{query}", headers=key), 422, "invalid_request")
         assert body["errors"][0]["location"][:1] == ["query"], query
     assert (
-        "open, replayed, resolved, discarded, all"
+        "open, replayed, resolved, discarded, already_processed, all"
         in (await client.get("/v1/dead-letters?status=active", headers=key)).json()["detail"]
     )
     for query in ("since=30m", "since=2025-05-01T09:00Z", "until=2025-05-01", "reason=expired", "status=all"):
@@ -263,7 +263,7 @@ async def test_openapi_declares_statuses_shapes_and_limits(client: httpx.AsyncCl
     assert schemas["TierBody"]["properties"]["tier"]["enum"] == ["free", "basic", "premium", "enterprise"]
     assert schemas["AddBody"]["properties"]["tenant_id"]["pattern"] == "^[a-z0-9][a-z0-9_-]{1,31}$"
     status = next(p for p in paths["/v1/dead-letters"]["get"]["parameters"] if p["name"] == "status")
-    assert status["schema"]["enum"] == ["open", "replayed", "resolved", "discarded", "all"]
+    assert status["schema"]["enum"] == ["open", "replayed", "resolved", "discarded", "already_processed", "all"]
     assert set(document["components"]["securitySchemes"]) == {"bearer", "apiKey"}
 
 
