@@ -25,8 +25,8 @@ def purge_command(
 ) -> None:
     """Delete processed_messages, delivery attempts and closed (replayed, resolved, discarded,
     already_processed) dead letters older than the retention. Open dead letters and the audit trail are kept.
-    A tenant deleted (`remit tenants delete --confirm`) longer ago than its retention is erased whole: every row of every
-    table. The retention must be at least TTL + the longest retry delay + the replay window; a shorter one
+    A tenant deleted (`remit tenants delete --confirm`) longer ago than its retention is erased whole: every
+    row of every table. The retention must be at least TTL + the longest retry delay + the replay window; a shorter one
     is refused.
 
     Example: remit purge --dry-run
