@@ -4,7 +4,7 @@ from collections.abc import Collection, Mapping, Sequence
 from uuid import UUID
 
 from sqlalchemy import bindparam, delete, select, text
-from sqlalchemy.dialects.postgresql import ARRAY, VARCHAR
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -35,16 +35,13 @@ _CLAIM = f"""
 _DIGESTS = text(
     "SELECT message_id, payment_digest FROM processed_messages WHERE tenant_id = :tenant AND message_id = ANY(:ids)"
 ).bindparams(bindparam("ids", type_=ARRAY(PG_UUID(as_uuid=True))))
-_TRANSFERS = text(
-    """
+# The core's transfer ids beside the records, after an external core booked a flush, on asyncpg's connection like
+# the claim: the ids as one joined column, the transfer ids as an array (they are the core's text, any text).
+_TRANSFERS = f"""
     UPDATE processed_messages p SET core_transfer_id = t.transfer_id
-    FROM unnest(:ids, :transfers) AS t(message_id, transfer_id)
-    WHERE p.tenant_id = :tenant AND p.message_id = t.message_id
-    """
-).bindparams(
-    bindparam("ids", type_=ARRAY(PG_UUID(as_uuid=True))),
-    bindparam("transfers", type_=ARRAY(VARCHAR)),
-)
+    FROM unnest({split(2, "uuid")}, $3::text[]) AS t(message_id, transfer_id)
+    WHERE p.tenant_id = $1 AND p.message_id = t.message_id
+"""
 
 
 class SqlIdempotencyRecords:
@@ -80,8 +77,8 @@ class SqlIdempotencyRecords:
         )
 
     async def record_transfers(self, tenant_id: str, transfers: Mapping[UUID, str]) -> None:
-        params = {"tenant": tenant_id, "ids": list(transfers), "transfers": list(transfers.values())}
-        await self._connection.execute(_TRANSFERS, params)
+        driver = await driver_of(self._connection)
+        await driver.execute(_TRANSFERS, tenant_id, joined(m.hex for m in transfers), list(transfers.values()))
 
     async def is_recorded(self, tenant_id: str, message_id: UUID) -> bool:
         query = select(pm.message_id).where(pm.tenant_id == tenant_id, pm.message_id == message_id)
