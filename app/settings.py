@@ -11,7 +11,6 @@ from pydantic import AliasChoices, Field, PositiveInt, SecretStr, model_validato
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
-from app.payment_rules import INGRESS_CHECKS
 from contracts.message import MAX_TTL_SECONDS
 
 EXTERNAL_CORE_FLUSHES = 8  # the default flushes in flight with an external core (bench/core_e2e_bench.py)
@@ -184,9 +183,16 @@ class Settings(BaseSettings):
     max_ttl_seconds: PositiveInt = Field(
         default=7 * 86_400, le=MAX_TTL_SECONDS, description="The longest ttl_seconds a payment may ask for."
     )
+    # None by default: the names in validation_result.checks are the publisher's claim, recorded with the
+    # message (its body, in the outbox and the dead-letter store), not a control. What protects the ledger is
+    # the rules above, which the consumer applies to every payment itself. An upstream written to the message
+    # design (reference/004: "customer_exists", "bsb_valid", "limit_ok") had every payment dead-lettered while
+    # the default was the five names remit's own ingress writes (issue 37, item 6).
     required_checks: list[str] = Field(
-        default=list(INGRESS_CHECKS),
-        description="Checks validation_result.checks must name; the default is the five ingress runs and writes.",
+        default_factory=list,
+        description="Check names validation_result.checks must contain before a payment may move money; none "
+        "by default (the names are recorded, the consumer applies remit's own rules). E.g. "
+        '["customer_exists"] to hold an upstream to its contract.',
     )
 
     # An external core-banking system over HTTP (docs/core-banking.md, "How remit talks to it").
