@@ -6,6 +6,7 @@ import os
 import pwd
 from collections.abc import Mapping
 from functools import cache
+from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, PositiveInt, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -201,6 +202,12 @@ class Settings(BaseSettings):
         description="Base URL of an external core-banking service (e.g. http://127.0.0.1:8700). Unset: payments "
         "are booked in remit's in-process ledger.",
     )
+    core_banking_name: str | None = Field(
+        default=None,
+        max_length=80,
+        description="What people call the external core (e.g. 'ledger-prod, Acme core banking'): the name traces "
+        "give for a booking it made. Unset: its address, host and port of REMIT_CORE_BANKING_URL.",
+    )
     core_banking_token: SecretStr | None = Field(
         default=None,
         description="The bearer token remit sends to the core on every request (`Authorization: Bearer ...`): the "
@@ -331,6 +338,15 @@ class Settings(BaseSettings):
         if (self.core_banking_client_cert_file is None) != (self.core_banking_client_key_file is None):
             raise ValueError("REMIT_CORE_BANKING_CLIENT_CERT_FILE and REMIT_CORE_BANKING_CLIENT_KEY_FILE go together")
         return self
+
+    def core_banking_label(self) -> str | None:
+        """The external core's name for people (a trace's booking), never its credentials; None without a core."""
+        if not self.core_banking_url:
+            return None
+        if self.core_banking_name:
+            return self.core_banking_name
+        address = urlsplit(self.core_banking_url)
+        return f"the core at {address.hostname or '?'}" + (f":{address.port}" if address.port else "")
 
     def core_banking_headers(self) -> dict[str, str]:
         """What every request to the external core carries: remit's credential."""
