@@ -87,7 +87,7 @@ def booking_of(records: Records, core: str | None) -> m.Booking | None:
             transfer_id=done.core_transfer_id,
             booked_at=done.core_booked_at,
             ledger_transfer_id=booked.transfer_id if booked is not None else None,
-            core=core or "an external core (REMIT_CORE_BANKING_URL is not set where this trace ran)",
+            core=core or "the external core (REMIT_CORE_BANKING_URL is not set here)",
             core_transfer_id=done.core_transfer_id,
             core_key=transfer_key(done.tenant_id, done.message_id, generation),
             recorded_at=done.processed_at,
