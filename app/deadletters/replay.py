@@ -46,9 +46,8 @@ class ReplayPolicy:
 
     budget: int  # real replays per message_id
     retention_days: int  # idempotency retention unless the tenant sets its own
-    core: CoreKeys | None = (
-        None  # the external core's status query (REMIT_CORE_BANKING_URL); None: the in-process ledger
-    )
+    # The external core's status query (REMIT_CORE_BANKING_URL where the replay runs); None: the in-process ledger.
+    core: CoreKeys | None = None
 
 
 Action = Literal["replayed", "resolved", "refused", "would replay", "would resolve"]

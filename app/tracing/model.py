@@ -73,7 +73,7 @@ class Booking:
     core: str | None = None  # the external core's name (REMIT_CORE_BANKING_NAME, else its address)
     core_transfer_id: str | None = None  # the core's id of the transfer, as remit recorded it
     core_key: str | None = None  # the idempotency key the core booked it under (app/consumer/core_keys.py)
-    recorded_at: datetime | None = None  # when remit recorded the booking (its idempotency record)
+    recorded_at: datetime | None = None  # remit's idempotency record of it: when its transaction began
 
 
 @dataclass(frozen=True, slots=True)
