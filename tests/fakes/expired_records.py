@@ -11,9 +11,8 @@ from app.storage.ports.tenants import Tenant
 from tests.fakes.attempts import TABLE as ATTEMPTS
 from tests.fakes.database import FakeTransaction
 from tests.fakes.dead_letters import TABLE as DEAD_LETTERS
-from tests.fakes.idempotency import GENERATIONS
+from tests.fakes.idempotency import GENERATIONS, IdempotencyRow
 from tests.fakes.idempotency import TABLE as RECORDS
-from tests.fakes.idempotency import IdempotencyRow
 from tests.fakes.tenants import TABLE as TENANTS
 
 CLOSED = ("replayed", "resolved", "discarded")
