@@ -26,6 +26,7 @@ from app.consumer.committer import GroupCommitter
 from app.consumer.core_banking import CoreBanking, LedgerCoreBanking
 from app.consumer.core_http import HttpCoreBanking, core_ready
 from app.consumer.core_link import CoreLink, breaker_metrics, show_breaker
+from app.consumer.core_outcomes import CoreKeys, HttpCoreKeys
 from app.consumer.delivery import BodyLimits
 from app.consumer.failures import FailureRouter, Republisher, RetryPolicy
 from app.consumer.intake import IntakePolicy
@@ -172,6 +173,7 @@ def build_consumer(
         observe=metrics.observe_stage,
         after_core=after_core,
         concurrency=settings.commit_flushes_in_use(),
+        keyed_core=bool(settings.core_banking_url),
     )
     failures = FailureRouter(
         uow_factory,
@@ -356,8 +358,20 @@ async def running_archive(settings: Settings) -> AsyncIterator[DeadLetterArchive
 # ---------------------------------------------------------------- the admin app and the CLI
 
 
-def replay_policy(settings: Settings) -> ReplayPolicy:
-    return ReplayPolicy(budget=settings.replay_budget, retention_days=settings.retention_days)
+def replay_policy(settings: Settings, core: CoreKeys | None = None) -> ReplayPolicy:
+    """The replay rules' settings, and the external core's status query when there is one (`replay_core`)."""
+    return ReplayPolicy(budget=settings.replay_budget, retention_days=settings.retention_days, core=core)
+
+
+@asynccontextmanager
+async def replay_core(settings: Settings) -> AsyncIterator[CoreKeys | None]:
+    """What a replay asks the external core before it decides (REMIT_CORE_BANKING_URL, remit's token and TLS):
+    its status query on a client of its own, closed on exit; None with the in-process ledger."""
+    if not settings.core_banking_url:
+        yield None
+        return
+    async with open_core_client(settings) as client:
+        yield HttpCoreKeys(client)
 
 
 def retention_policy(settings: Settings, days: int | None = None, batch_size: int | None = None) -> RetentionPolicy:
@@ -387,12 +401,16 @@ def tenant_admin(settings: Settings, ports: Ports, uow: UnitOfWorkFactory, broke
 async def running_admin(settings: Settings, ports: Ports) -> AsyncIterator[AdminServices]:
     """What the admin app holds while it runs: the database roles, the AMQP connection replays are published
     on (as the service's own login, like the relay), tenant administration and the console sessions."""
-    async with open_database(settings, pool_size=5) as database, open_broker(settings, "remit-admin") as broker:
+    async with (
+        open_database(settings, pool_size=5) as database,
+        open_broker(settings, "remit-admin") as broker,
+        replay_core(settings) as core,
+    ):
         yield AdminServices(
             settings=settings,
             database=database,
             publisher=ports.replay_publisher or AmqpReplayPublisher(broker.channel, settings.exchange),
-            replay_policy=replay_policy(settings),
+            replay_policy=replay_policy(settings, core),
             sessions=SessionStore(
                 idle=timedelta(minutes=settings.admin_session_idle_minutes),
                 max_age=timedelta(hours=settings.admin_session_max_hours),

@@ -215,6 +215,11 @@ class ServiceUnavailable(CallerError):
     with the request, and it may succeed later."""
 
 
+class CoreStatusUnavailable(ServiceUnavailable):
+    """The external core did not say what it holds under a transfer key (unreachable, an error status, an answer
+    outside its contract): what a replay would do there cannot be told yet."""
+
+
 class UnknownTenant(PermanentError, NotFound):
     """No tenant with that id."""
 

@@ -1,6 +1,10 @@
 """The business rules every payment obeys, however it arrived. Ingress checks them before it accepts a
 batch; the consumer checks them again before any payment moves money, because a tenant publishing
 directly over AMQP never passed ingress. Format rules live in the contract (contracts/message.py).
+
+validation_result is the publisher's statement: `passed` false is refused (it says it did not validate the
+payment), while the check names are its claim, recorded with the message and required only when
+Settings.required_checks names some (none by default): a name proves nothing, these rules protect the ledger.
 """
 
 from dataclasses import dataclass
@@ -9,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from contracts import PaymentMessage
 
-if TYPE_CHECKING:  # Settings' defaults come from here
+if TYPE_CHECKING:  # for the annotation only
     from app.settings import Settings
 
 # What ingress verifies for each row and writes to validation_result.checks.

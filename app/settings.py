@@ -6,12 +6,12 @@ import os
 import pwd
 from collections.abc import Mapping
 from functools import cache
+from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, PositiveInt, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
-from app.payment_rules import INGRESS_CHECKS
 from contracts.message import MAX_TTL_SECONDS
 
 EXTERNAL_CORE_FLUSHES = 8  # the default flushes in flight with an external core (bench/core_e2e_bench.py)
@@ -184,9 +184,16 @@ class Settings(BaseSettings):
     max_ttl_seconds: PositiveInt = Field(
         default=7 * 86_400, le=MAX_TTL_SECONDS, description="The longest ttl_seconds a payment may ask for."
     )
+    # None by default: the names in validation_result.checks are the publisher's claim, recorded with the
+    # message (its body, in the outbox and the dead-letter store), not a control. What protects the ledger is
+    # the rules above, which the consumer applies to every payment itself. An upstream written to the message
+    # design (reference/004: "customer_exists", "bsb_valid", "limit_ok") had every payment dead-lettered while
+    # the default was the five names remit's own ingress writes (issue 37, item 6).
     required_checks: list[str] = Field(
-        default=list(INGRESS_CHECKS),
-        description="Checks validation_result.checks must name; the default is the five ingress runs and writes.",
+        default_factory=list,
+        description="Check names validation_result.checks must contain before a payment may move money; none "
+        "by default (the names are recorded, the consumer applies remit's own rules). E.g. "
+        '["customer_exists"] to hold an upstream to its contract.',
     )
 
     # An external core-banking system over HTTP (docs/core-banking.md, "How remit talks to it").
@@ -194,6 +201,12 @@ class Settings(BaseSettings):
         default=None,
         description="Base URL of an external core-banking service (e.g. http://127.0.0.1:8700). Unset: payments "
         "are booked in remit's in-process ledger.",
+    )
+    core_banking_name: str | None = Field(
+        default=None,
+        max_length=80,
+        description="What people call the external core (e.g. 'ledger-prod, Acme core banking'): the name traces "
+        "give for a booking it made. Unset: its address, host and port of REMIT_CORE_BANKING_URL.",
     )
     core_banking_token: SecretStr | None = Field(
         default=None,
@@ -325,6 +338,15 @@ class Settings(BaseSettings):
         if (self.core_banking_client_cert_file is None) != (self.core_banking_client_key_file is None):
             raise ValueError("REMIT_CORE_BANKING_CLIENT_CERT_FILE and REMIT_CORE_BANKING_CLIENT_KEY_FILE go together")
         return self
+
+    def core_banking_label(self) -> str | None:
+        """The external core's name for people (a trace's booking), never its credentials; None without a core."""
+        if not self.core_banking_url:
+            return None
+        if self.core_banking_name:
+            return self.core_banking_name
+        address = urlsplit(self.core_banking_url)
+        return f"the core at {address.hostname or '?'}" + (f":{address.port}" if address.port else "")
 
     def core_banking_headers(self) -> dict[str, str]:
         """What every request to the external core carries: remit's credential."""

@@ -5,8 +5,11 @@ The export pages booked transfers from a cursor in a stable order (docs/core-ban
 and written as it comes, so memory stays one page. Read after remit's own snapshot: the core commits a
 transfer before remit records it, so every transfer remit's snapshot names is already in the core's export.
 
-Only keys of remit's form, `<tenant_id>:<message_id>` (app/consumer/core_keys.py), are remit's: a real core
-books other channels' transfers too, which are counted as `foreign` and left out. Transfers booked after
+Only keys of remit's form, `<tenant_id>:<message_id>` or, for a new attempt a forced replay opened after the
+core refused the key before it, `<tenant_id>:<message_id>:<generation>` (app/consumer/core_keys.py), are remit's:
+a real core books other channels' transfers too, which are counted as `foreign` and left out. Every generation of
+a payment's key is the same payment (tenant_id, message_id): two transfers under any two of its keys are two
+transfers of one payment. Transfers booked after
 `as_of + grace` are left out; those in between are kept so that a payment remit recorded just before the
 as-of time still finds its transfer (the core books it a moment later); classify.py counts them only then.
 
@@ -34,7 +37,9 @@ from reconciliation.snapshot import CORE_JOURNAL, PROCESSED_MESSAGES, halves
 
 PAGE_SIZE: Final = 5000  # the core's largest page
 STATUS_CHUNK: Final = 1000  # keys per status query: the reference core's limit
-_KEY = re.compile(r"([a-z0-9][a-z0-9_-]{1,31}):([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
+_KEY = re.compile(
+    r"([a-z0-9][a-z0-9_-]{1,31}):([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?::([2-9]|[1-9][0-9]+))?"
+)
 
 
 class CoreJournalError(RuntimeError):
@@ -42,24 +47,36 @@ class CoreJournalError(RuntimeError):
 
 
 def split_key(key: str) -> tuple[str, str] | None:
-    """(tenant_id, message_id) of a key in remit's form; None for another channel's key."""
+    """(tenant_id, message_id) of a key in remit's form, whatever its generation; None for another channel's key."""
     match = _KEY.fullmatch(key)
     return (match.group(1), match.group(2)) if match else None
 
 
-def _rows(transfers: list[dict[str, Any]], until: datetime) -> tuple[list[dict[str, Any]], int]:
-    rows, foreign = [], 0
+def remit_key(tenant_id: str, message_id: str, generation: int | None) -> str:
+    """The key remit booked a payment under (app/consumer/core_keys.py): generation 1 (or none recorded) is
+    `<tenant_id>:<message_id>`."""
+    return (
+        f"{tenant_id}:{message_id}"
+        if generation is None or generation <= 1
+        else f"{tenant_id}:{message_id}:{generation}"
+    )
+
+
+def _rows(transfers: list[dict[str, Any]], until: datetime) -> tuple[list[dict[str, Any]], int, set[str]]:
+    """remit's transfers of a page as rows, the other channels' count, and the keys the rows came under."""
+    rows, foreign, keys = [], 0, set()
     for t in transfers:
         key = split_key(str(t["idempotency_key"]))
         booked_at = datetime.fromisoformat(str(t["booked_at"]))
         if key is None:
             foreign += 1
         elif booked_at <= until:
+            keys.add(str(t["idempotency_key"]))
             rows.append(
                 {"tenant_id": key[0], "message_id": key[1], "transfer_id": str(t["transfer_id"]),
                  "amount_cents": int(t["amount_cents"]), "currency": str(t["currency"]), "booked_at": booked_at}
             )  # fmt: skip
-    return rows, foreign
+    return rows, foreign, keys
 
 
 def _get_json(client: httpx.Client, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
@@ -107,11 +124,12 @@ def _verify(tls: CoreTls | None) -> ssl.SSLContext | bool:
 
 
 def awaited_keys(snapshot_dir: Path) -> set[str]:
-    """The core's keys of every transfer remit's snapshot recorded (its idempotency records with a core id)."""
-    columns = ["tenant_id", *halves("message_id"), "core_transfer_id"]
+    """The core's keys of every transfer remit's snapshot recorded (its idempotency records with a core id), each
+    under the key generation it was booked with."""
+    columns = ["tenant_id", *halves("message_id"), "core_transfer_id", "core_key_generation"]
     records = pq.read_table(PROCESSED_MESSAGES.path(snapshot_dir), columns=columns)
     recorded = PROCESSED_MESSAGES.to_rows(records.filter(records["core_transfer_id"].is_valid()))
-    return {f"{r['tenant_id']}:{r['message_id']}" for r in recorded}
+    return {remit_key(r["tenant_id"], r["message_id"], r["core_key_generation"]) for r in recorded}
 
 
 def export_core_journal(
@@ -138,10 +156,10 @@ def export_core_journal(
     ):
         while True:
             page = _page(client, after)
-            rows, skipped = _rows(page["transfers"], until)
+            rows, skipped, keys = _rows(page["transfers"], until)
             if rows:
                 writer.write_table(CORE_JOURNAL.to_arrow(rows))
-                awaited.difference_update(f"{r['tenant_id']}:{r['message_id']}" for r in rows)
+                awaited.difference_update(keys)
             kept, foreign = kept + len(rows), foreign + skipped
             after = page["cursor"]
             if page.get("has_more"):

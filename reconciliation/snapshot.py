@@ -155,6 +155,8 @@ PROCESSED_MESSAGES: Final = SnapshotTable(
         ("source", STRING),
         ("amount_cents", INT64),
         ("currency", STRING),
+        # The key generation the external core booked it under (0020): NULL for the first, `<tenant>:<message_id>`.
+        ("core_key_generation", INT64),
     ),
     "processed_at",
 )

@@ -34,4 +34,5 @@ async def trace(
     await check_known(services.uow(caller), caller.scope(tenant))
     # Reconciliation runs are shared by every tenant and have no row-level security: they are read in the
     # system scope and the service filters them by the payment's own tenant.
-    return await trace_payment(services.uow(caller), query, caller.scope(tenant), services.system_uow)
+    core = services.settings.core_banking_label()
+    return await trace_payment(services.uow(caller), query, caller.scope(tenant), services.system_uow, core)

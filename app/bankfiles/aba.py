@@ -30,6 +30,7 @@ from app.bankfiles.aba_layout import (
     RECORD_LENGTH,
     cut,
 )
+from app.bankfiles.control_totals import totals_disagree
 from app.bankfiles.rows import BankRow, FileFacts, rejected_row
 from app.bankfiles.streams import bounded_lines
 from app.errors import FileRefused
@@ -99,11 +100,8 @@ class _Reader:
         found = _Totals(self.count, self.credits, self.debits)
         if found != self.stated:
             code = "AM18" if found.count != self.stated.count else "AM10"
-            raise FileRefused(
-                f"{self.name}: the file total record (line {self.total_line}) says {self.stated.describe()}; "
-                f"the file has {found.describe()}",
-                code,
-            )
+            says = f"the file total record (line {self.total_line}) says {self.stated.describe()}"
+            raise totals_disagree(self.name, f"{says}; the file has {found.describe()}", code)
         controls = (ControlTotal(CURRENCY, self.credit_count, self.credits),) if self.credit_count else ()
         return FileFacts(stated_count=self.stated.count, controls=controls)
 

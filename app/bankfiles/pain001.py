@@ -22,6 +22,7 @@ from typing import Any, BinaryIO
 from lxml import etree
 
 from app.bankfiles import pain001_parties as parties
+from app.bankfiles.control_totals import totals_disagree
 from app.bankfiles.money import AmountError, parse_decimal, to_minor_units, whole_number
 from app.bankfiles.pain001_parties import ACCOUNT, AGENT, NodeFinder, PartyError, under
 from app.bankfiles.rows import BankRow, FileFacts, Origin, rejected_row
@@ -168,14 +169,11 @@ class _Reader:
         if g.block_mismatch is not None:
             raise g.block_mismatch
         if g.stated_count is not None and g.stated_count != g.count:
-            raise FileRefused(
-                f"{self.name}: GrpHdr/NbOfTxs says {g.stated_count} transactions; the file has {g.count}", "AM19"
-            )
+            detail = f"GrpHdr/NbOfTxs says {g.stated_count} transactions; the file has {g.count}"
+            raise totals_disagree(self.name, detail, "AM19")
         if g.stated_sum is not None and g.stated_sum != g.total:
-            raise FileRefused(
-                f"{self.name}: GrpHdr/CtrlSum says {g.stated_sum}; the transactions' amounts add up to {g.total}",
-                "AM16",
-            )
+            detail = f"GrpHdr/CtrlSum says {g.stated_sum}; the transactions' amounts add up to {g.total}"
+            raise totals_disagree(self.name, detail, "AM16")
         return FileFacts(g.message_id, g.stated_count, g.stated_sum, self._controls())
 
     def _controls(self) -> tuple[ControlTotal, ...]:
@@ -264,14 +262,14 @@ class _Reader:
         block, self.block = self.block, None
         if block is None or self.group.block_mismatch is not None:
             return
-        where = f"{self.name}: PmtInf {block.id!r}"
+        where = f"PmtInf {block.id!r}"
         if block.stated_count is not None and block.stated_count != block.count:
-            self.group.block_mismatch = FileRefused(
-                f"{where} NbOfTxs says {block.stated_count} transactions; it has {block.count}", "AM20"
+            self.group.block_mismatch = totals_disagree(
+                self.name, f"{where} NbOfTxs says {block.stated_count} transactions; it has {block.count}", "AM20"
             )
         elif block.stated_sum is not None and block.stated_sum != block.total:
-            self.group.block_mismatch = FileRefused(
-                f"{where} CtrlSum says {block.stated_sum}; its amounts add up to {block.total}", "AM17"
+            self.group.block_mismatch = totals_disagree(
+                self.name, f"{where} CtrlSum says {block.stated_sum}; its amounts add up to {block.total}", "AM17"
             )
 
 

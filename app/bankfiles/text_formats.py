@@ -1,10 +1,12 @@
-"""remit's own CSV and JSON Lines formats, read line by line (the rules of app/publisher/bulk_file.py)."""
+"""remit's own CSV and JSON Lines formats, read line by line (the rules of app/publisher/bulk_file.py). Control
+records are the file's stated totals, not payments: control_totals.py keeps them and holds the rows to them."""
 
 import csv
 import json
 from collections.abc import Generator, Iterator
 from typing import BinaryIO
 
+from app.bankfiles.control_totals import ControlRecords
 from app.bankfiles.money import MAX_DIGITS, digit_count, too_many_digits
 from app.bankfiles.rows import PARSE_ERROR, BankRow, FileFacts
 from app.bankfiles.streams import bounded_lines
@@ -24,6 +26,7 @@ def read_csv(stream: BinaryIO, name: str) -> Generator[BankRow, None, FileFacts]
             yield line
 
     reader = csv.DictReader(counted())
+    controls = ControlRecords(name)
     try:
         # A wrong header would reject every row with the same errors: refuse the file once, saying why.
         if reader.fieldnames and (problem := header_problem([n.strip() for n in reader.fieldnames if n.strip()])):
@@ -32,18 +35,20 @@ def read_csv(stream: BinaryIO, name: str) -> Generator[BankRow, None, FileFacts]
             fields = {k.strip(): (v.strip() if isinstance(v, str) else v) for k, v in record.items() if k}
             if any(fields.values()):
                 kept = {k: v for k, v in fields.items() if v != ""}
-                yield BankRow(number=reader.line_num, fields=kept, typed=False)
+                if not controls.record(reader.line_num, kept):
+                    yield BankRow(number=reader.line_num, fields=kept, typed=False)
     except csv.Error as exc:
         raise FileRefused(f"{name}: line {lines} is not valid CSV: {exc}") from None
-    return FileFacts()
+    return controls.facts()
 
 
 def read_jsonl(stream: BinaryIO, name: str) -> Generator[BankRow, None, FileFacts]:
     """One row per non-blank line; a line that is not a JSON object is a rejected row, not a refused file."""
+    controls = ControlRecords(name)
     for number, line in enumerate(bounded_lines(stream, name), start=1):
-        if line.strip():
-            yield BankRow(number=number, fields=_json_object(line))
-    return FileFacts()
+        if line.strip() and not controls.record(number, fields := _json_object(line)):
+            yield BankRow(number=number, fields=fields)
+    return controls.facts()
 
 
 class _LongNumber:

@@ -6,7 +6,7 @@ from typing import Any
 import typer
 from rich.console import Group
 
-from app.bootstrap import Ports, replay_policy, replay_publisher
+from app.bootstrap import Ports, replay_core, replay_policy, replay_publisher
 from app.cli.common import console, friendly_errors, run, with_uow
 from app.cli.dlq_views import audit_table, detail_view, list_table, replay_table, requests_table, stats_view, to_json
 from app.cli.progress import progress
@@ -148,13 +148,16 @@ async def _replay(request: ReplayRequest, show_progress: bool) -> ReplayReport:
             task.advance(total=total)
 
         async def action(uow: UnitOfWorkFactory) -> ReplayReport:
-            async with replay_publisher(settings, Ports(), request.dry_run) as publisher:
+            async with (
+                replay_publisher(settings, Ports(), request.dry_run) as publisher,
+                replay_core(settings) as core,
+            ):
                 return await operations.replay(
                     uow,
                     request,
                     publisher,
                     user_id=login_of(settings.amqp_url),
-                    policy=replay_policy(settings),
+                    policy=replay_policy(settings, core),
                     on_outcome=advance,
                     dash="--",
                 )

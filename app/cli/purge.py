@@ -23,11 +23,11 @@ def purge_command(
     dry_run: bool = typer.Option(False, "--dry-run", help="Count what would be deleted; delete nothing."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Delete processed_messages, delivery attempts and closed (replayed, resolved, discarded,
-    already_processed) dead letters older than the retention. Open dead letters and the audit trail are kept.
-    A tenant deleted (`remit tenants delete --confirm`) longer ago than its retention is erased whole: every
-    row of every table. The retention must be at least TTL + the longest retry delay + the replay window; a shorter one
-    is refused.
+    """Delete processed_messages, delivery attempts, closed (replayed, resolved, discarded, already_processed)
+    dead letters and transfer key generations older than the retention. Open dead letters and the audit trail are
+    kept. A tenant deleted (`remit tenants delete --confirm`) longer ago than its retention is erased whole: every
+    row of every table. The retention must be at least TTL + the longest retry delay + the replay window; a shorter
+    one is refused.
 
     Example: remit purge --dry-run
              remit purge --days 45

@@ -11,6 +11,7 @@ from app.cli.common import console, friendly_errors, run, with_uow
 from app.cli.dlq_views import to_json
 from app.cli.safe_console import styled
 from app.known_filters import check_known
+from app.settings import get_settings
 from app.storage.unit_of_work import UnitOfWorkFactory
 from app.tracing import wording
 from app.tracing.lookup import PaymentQuery
@@ -42,7 +43,7 @@ def trace(
 
     async def find(uow: UnitOfWorkFactory) -> PaymentTrace:
         await check_known(uow, tenant, dash="--")
-        return await trace_payment(uow, query, tenant)
+        return await trace_payment(uow, query, tenant, core=get_settings().core_banking_label())
 
     found = run(with_uow(find))
     if as_json:

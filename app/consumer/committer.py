@@ -35,12 +35,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
-from app.consumer.core_banking import Booked, CoreBanking, CoreOutcome
+from app.consumer.core_banking import NO_GENERATIONS, Booked, CoreBanking, CoreOutcome, Generations
+from app.consumer.core_keys import FIRST_GENERATION
 from app.consumer.digest import payment_digest
 from app.errors import CommitFailed, ConflictingDuplicate, MessageFailure, RefusedByDatabase, UnknownTenant
 from app.observability.metrics import ObserveStage, ignore_stage
 from app.storage.db_errors import describe, row_refused
-from app.storage.ports.idempotency import IdempotencyRecords
+from app.storage.ports.idempotency import CoreTransfer, IdempotencyRecords
 from app.storage.unit_of_work import UnitOfWork, UnitOfWorkFactory
 from contracts import PaymentMessage
 
@@ -75,6 +76,7 @@ class GroupCommitter:
         observe: ObserveStage = ignore_stage,
         after_core: Callable[[], None] = lambda: None,
         concurrency: int = 1,
+        keyed_core: bool = False,
     ) -> None:
         if concurrency < 1:
             raise ValueError("the committer needs at least one flusher")
@@ -88,6 +90,9 @@ class GroupCommitter:
         # Tenants are never deleted, so a tenant seen once needs no lookup in every later transaction.
         self._known_tenants: set[str] = set()
         self._concurrency = concurrency
+        # An external core remembers every key it was sent (a refusal too, for good): each payment goes under its
+        # latest transfer key generation. The embedded ledger has no keys, so nothing is read for it.
+        self._keyed_core = keyed_core
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
@@ -186,7 +191,9 @@ class GroupCommitter:
                 p.message_id: (p, d) for p, d in zip(items, digests, strict=True) if p.message_id.int not in claimed
             }
             conflicts = await _conflicts(uow.idempotency, tenant_id, duplicates)
-            failures = await _record(uow.idempotency, tenant_id, new, await self._book(uow, new))
+            generations = await self._generations(uow, tenant_id, new)
+            outcomes = await self._book(uow, new, generations)
+            failures = await _record(uow.idempotency, tenant_id, new, outcomes, generations)
             if new:
                 self._after_core()  # a fault point (tests): the core committed, remit has not
             await uow.commit()
@@ -194,22 +201,38 @@ class GroupCommitter:
         failed = {**conflicts, **failures}
         return {p.message_id.int: _outcome(p.message_id, p.message_id.int in claimed, failed) for p in items}
 
-    async def _book(self, uow: UnitOfWork, payments: Sequence[PaymentMessage]) -> list[CoreOutcome]:
-        return await self._core_banking.book(payments, uow.ledger) if payments else []
+    async def _generations(self, uow: UnitOfWork, tenant_id: str, payments: Sequence[PaymentMessage]) -> Generations:
+        """The key generation of each payment about to be sent that a forced replay moved past the first. Read in
+        the transaction that holds the payments' claims, after the replay committed the generation it opened
+        (app/deadletters/replay.py commits it before it publishes)."""
+        if not (self._keyed_core and payments):
+            return NO_GENERATIONS
+        return await uow.idempotency.key_generations(tenant_id, [p.message_id for p in payments])
+
+    async def _book(
+        self, uow: UnitOfWork, payments: Sequence[PaymentMessage], generations: Generations
+    ) -> list[CoreOutcome]:
+        return await self._core_banking.book(payments, uow.ledger, generations) if payments else []
 
 
 async def _record(
-    records: IdempotencyRecords, tenant_id: str, payments: Sequence[PaymentMessage], outcomes: Sequence[CoreOutcome]
+    records: IdempotencyRecords,
+    tenant_id: str,
+    payments: Sequence[PaymentMessage],
+    outcomes: Sequence[CoreOutcome],
+    generations: Generations = NO_GENERATIONS,
 ) -> dict[UUID, MessageFailure]:
-    """What the core said, beside the idempotency records: its transfer ids; and the failed bookings' records
-    removed, so that a retry or a replay is not mistaken for a duplicate. Returns the failures."""
+    """What the core said, beside the idempotency records: its transfer ids, its time of each booking and the key
+    generation it was booked under; and the failed bookings' records removed, so that a retry or a replay is not
+    mistaken for a duplicate. Returns the failures."""
     failures: dict[UUID, MessageFailure] = {}
-    transfers: dict[UUID, str] = {}
+    transfers: dict[UUID, CoreTransfer] = {}
     for payment, outcome in zip(payments, outcomes, strict=True):
         if not isinstance(outcome, Booked):
             failures[payment.message_id] = outcome
         elif outcome.transfer_id is not None:
-            transfers[payment.message_id] = outcome.transfer_id
+            generation = generations.get(payment.message_id, FIRST_GENERATION)
+            transfers[payment.message_id] = CoreTransfer(outcome.transfer_id, outcome.booked_at, generation)
     if failures:
         await records.release(tenant_id, failures)
     if transfers:

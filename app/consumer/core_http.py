@@ -18,15 +18,15 @@ import re
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import httpx
-from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import to_json
 
 from app.consumer.breaker import CircuitBreaker
-from app.consumer.core_banking import Booked, CoreOutcome
-from app.consumer.core_keys import transfer_key
+from app.consumer.core_banking import NO_GENERATIONS, Booked, CoreOutcome, Generations
+from app.consumer.core_keys import FIRST_GENERATION, transfer_key
+from app.consumer.core_outcomes import CoreAnswer, parse_answers
 from app.consumer.core_refusals import key_conflict, quote_core, refusal
 from app.consumer.core_tls import core_tls
 from app.errors import (
@@ -48,7 +48,7 @@ log = logging.getLogger("remit.core_banking")
 # Failures that happen before a byte of the request left: the core cannot have booked anything.
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 _JSON = {"content-type": "application/json"}
-_ITEM = re.compile(r"^body\.transfers\.(\d+)(?:\.(.*))?$")
+_ITEM = re.compile(r"^body\.transfers\.(\d{1,9})(?:\.(.*))?$")  # an index, never a 5,000-digit int()
 
 
 def core_client(settings: Settings) -> httpx.AsyncClient:
@@ -90,24 +90,6 @@ class _Transfer:
     body: dict[str, Any]  # one item of POST /transfers/batch, key included
 
 
-class _Answer(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    idempotency_key: str
-    status: Literal["booked", "rejected", "conflict", "in_progress", "unknown"]
-    transfer_id: str | None = None
-    reason: str | None = None
-    party: str | None = None
-    replayed: bool = False
-    conflict: Literal["in_progress", "request_mismatch"] | None = None
-
-
-class _Answers(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    results: list[_Answer]
-
-
 class HttpCoreBanking:
     def __init__(
         self,
@@ -123,12 +105,18 @@ class HttpCoreBanking:
         self._observe = observe
         self._parallel = parallel  # requests one group is split into and sent side by side
 
-    async def book(self, payments: Sequence[PaymentMessage], ledger: Ledger | None = None) -> list[CoreOutcome]:
-        """Book the payments, in order; one outcome per payment, in the same positions. The core keeps the books;
-        remit's `ledger` (in remit's transaction, when given) gets a row for each transfer the core says it
-        booked, and nothing else: remit books locally only what the core says happened, so its reports and
-        reconciliation read the core's outcomes."""
-        transfers = [_transfer(p) for p in payments]
+    async def book(
+        self,
+        payments: Sequence[PaymentMessage],
+        ledger: Ledger | None = None,
+        generations: Generations = NO_GENERATIONS,
+    ) -> list[CoreOutcome]:
+        """Book the payments, in order; one outcome per payment, in the same positions, each under its key of the
+        generation `generations` gives it (the first when none). The core keeps the books; remit's `ledger` (in
+        remit's transaction, when given) gets a row for each transfer the core says it booked, and nothing else:
+        remit books locally only what the core says happened, so its reports and reconciliation read the core's
+        outcomes."""
+        transfers = [_transfer(p, generations.get(p.message_id, FIRST_GENERATION)) for p in payments]
         first: dict[str, _Transfer] = {}
         for transfer in transfers:
             first.setdefault(transfer.key, transfer)
@@ -166,7 +154,7 @@ class HttpCoreBanking:
             self._breaker.record_failure(f"HTTP {response.status_code}")
             return await self._resolve(chunk, f"HTTP {response.status_code}")
         self._breaker.record_success()
-        answers = _parse(response, chunk)
+        answers = parse_answers(response, [t.key for t in chunk])
         if answers is None:
             return await self._resolve(chunk, "an answer that does not match the request")
         return {t.key: _booking_outcome(a) for t, a in zip(chunk, answers, strict=True)}
@@ -198,7 +186,7 @@ class HttpCoreBanking:
             self._breaker.record_failure(f"HTTP {response.status_code}")
             return _unresolved(chunk, cause, f"HTTP {response.status_code}")
         self._breaker.record_success()
-        answers = _parse(response, chunk)
+        answers = parse_answers(response, keys)
         if answers is None:
             return _unresolved(chunk, cause, "an answer that does not match the query")
         outcomes = {key: _status_outcome(a, cause) for key, a in zip(keys, answers, strict=True)}
@@ -228,8 +216,8 @@ class HttpCoreBanking:
             self._observe(route, result, time.perf_counter() - started)
 
 
-def _transfer(payment: PaymentMessage) -> _Transfer:
-    key = transfer_key(payment.tenant_id, payment.message_id)
+def _transfer(payment: PaymentMessage, generation: int) -> _Transfer:
+    key = transfer_key(payment.tenant_id, payment.message_id, generation)
     body = {
         "idempotency_key": key,
         "amount_cents": payment.amount_cents,
@@ -243,20 +231,9 @@ def _transfer(payment: PaymentMessage) -> _Transfer:
     return _Transfer(key, body)
 
 
-def _parse(response: httpx.Response, chunk: list[_Transfer]) -> list[_Answer] | None:
-    """The answers, one per transfer in order, or None when the body is not that."""
-    try:
-        answers = _Answers.model_validate_json(response.content).results
-    except ValidationError:
-        return None
-    if [a.idempotency_key for a in answers] != [t.key for t in chunk]:
-        return None
-    return answers
-
-
-def _booking_outcome(answer: _Answer) -> CoreOutcome:
+def _booking_outcome(answer: CoreAnswer) -> CoreOutcome:
     if answer.status == "booked" and answer.transfer_id:
-        return Booked(answer.transfer_id, answer.replayed)
+        return Booked(answer.transfer_id, answer.replayed, answer.recorded_at)
     if answer.status == "rejected":
         return refusal(answer.reason, answer.party)
     if answer.conflict == "request_mismatch":
@@ -266,9 +243,9 @@ def _booking_outcome(answer: _Answer) -> CoreOutcome:
     return CoreOutcomeUnknown(f"core banking answered {answer.status!r} to a booking: sent again later, same key")
 
 
-def _status_outcome(answer: _Answer, cause: str) -> CoreOutcome:
+def _status_outcome(answer: CoreAnswer, cause: str) -> CoreOutcome:
     if answer.status == "booked" and answer.transfer_id:
-        return Booked(answer.transfer_id, replayed=True)
+        return Booked(answer.transfer_id, replayed=True, booked_at=answer.recorded_at)
     if answer.status == "rejected":
         return refusal(answer.reason, answer.party)
     if answer.status == "in_progress":

@@ -1,6 +1,13 @@
 """Replay: put dead letters back on the payments exchange, only when that cannot pay twice and can succeed.
 
 Replay keeps the message_id, so the consumer's idempotency record protects against a double payment.
+With an external core, what the core holds under the payment's transfer key decides the rest (asked before
+anything else happens, so a dry run says exactly what a replay will do): a key it refused is refused for good,
+so a forced replay opens the next key generation (app/consumer/core_keys.py), recorded before the publish, and
+the consumer sends the payment under it; a key still being booked is refused; a key it booked or never saw is
+sent again as it is. A new generation is opened only over a refusal the core recorded, which no later request
+under that key can turn into a booking: the old key's refusal and the new key's booking never both stand for
+money moved, and nothing sent under the old key can still book.
 That protection lasts only as long as the record is kept (retention), so older messages are refused.
 A replay publishes as the service's own login, which the consumer trusts for any tenant: so what is
 replayed must belong, by the publisher's identity, to the tenant its body names. A tenant_mismatch dead
@@ -19,12 +26,15 @@ from uuid import UUID
 
 from pydantic import ValidationError
 
+from app.consumer.core_keys import FIRST_GENERATION, transfer_key
+from app.consumer.core_outcomes import CoreAnswer, CoreKeys
 from app.deadletters import audit, reasons
 from app.deadletters.query import get_dead_letter
 from app.deadletters.republish import ReplayPublisher, fresh_body, replay_message
 from app.deadletters.requests import REFUSED, ReplayRequest, open_request, settle_request
-from app.errors import CallerError, DeadLetterNotFound, ForceRefused, ReplayRefused
+from app.errors import CallerError, CoreStatusUnavailable, DeadLetterNotFound, ForceRefused, ReplayRefused
 from app.storage.ports.dead_letters import DeadLetterRecord
+from app.storage.ports.idempotency import NewKeyGeneration
 from app.storage.unit_of_work import UnitOfWork, UnitOfWorkFactory
 from app.tenancy.identity import LEGACY
 from contracts import PaymentMessage
@@ -36,6 +46,8 @@ class ReplayPolicy:
 
     budget: int  # real replays per message_id
     retention_days: int  # idempotency retention unless the tenant sets its own
+    # The external core's status query (REMIT_CORE_BANKING_URL where the replay runs); None: the in-process ledger.
+    core: CoreKeys | None = None
 
 
 Action = Literal["replayed", "resolved", "refused", "would replay", "would resolve"]
@@ -50,18 +62,31 @@ class ReplayOutcome:
 
 
 @dataclass(frozen=True, slots=True)
+class CoreKey:
+    """What the external core holds under the payment's current transfer key, asked just before deciding."""
+
+    generation: int  # the latest generation recorded for the payment (1: no new attempt was ever opened)
+    key: str
+    answer: CoreAnswer | None  # None: the core did not say (`unanswered` says why)
+    unanswered: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Facts:
     """What the store knows about the dead letter's message beyond its own row."""
 
     processed: bool
     replays_used: int
     retention: timedelta
+    core: CoreKey | None = None  # None: no external core (the in-process ledger), or nothing to ask it
 
 
 @dataclass(frozen=True, slots=True)
 class Decision:
     verdict: Literal["replay", "resolve", "refuse"]
     detail: str
+    new_generation: int | None = None  # a replay that opens this transfer key generation first
+    refused_reason: str | None = None  # ... because the core refused the key before it for good, for this reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +140,7 @@ def decide(row: Any, readable: Readable, facts: Facts, force: bool, budget: int,
             "it was archived before publishers' identities were recorded, so its tenant is only what its "
             f"header claimed: check who sent it, then use {FORCE}"
         )
-    return _limits(row, readable, facts, budget, now)
+    return _limits(row, readable, facts, budget, now, force)
 
 
 def _security_refusal(row: Any) -> str | None:
@@ -149,7 +174,7 @@ def _not_a_payment_of_its_tenant(row: Any, readable: Readable) -> str | None:
     return None
 
 
-def _limits(row: Any, readable: Readable, facts: Facts, budget: int, now: datetime) -> Decision:
+def _limits(row: Any, readable: Readable, facts: Facts, budget: int, now: datetime, force: bool) -> Decision:
     """Retention, replay budget and TTL: a replay that could pay twice, loop, or only expire."""
     payment = readable.payment
     assert payment is not None
@@ -170,7 +195,69 @@ def _limits(row: Any, readable: Readable, facts: Facts, budget: int, now: dateti
             f"its TTL ran out at {payment.expires_at:%Y-%m-%d %H:%M:%S}Z and the consumer would dead-letter it "
             "as expired: resubmit the payment as a new batch"
         )
-    return Decision("replay", f"republished to {payment.tenant_id}.payment with message_id {payment.message_id}")
+    return _at_the_core(row, payment, facts.core, force)
+
+
+def _at_the_core(row: Any, payment: PaymentMessage, core: CoreKey | None, force: bool) -> Decision:
+    """What the replay does given what the external core holds under the payment's current key."""
+    republished = f"republished to {payment.tenant_id}.payment with message_id {payment.message_id}"
+    if core is None:  # the in-process ledger: nothing outside remit remembers the payment
+        return Decision("replay", republished)
+    key, answer = core.key, core.answer
+    if answer is None:
+        if row.reason in _CORE_REFUSALS:
+            return _refuse(
+                f"the core could not be asked what it holds under key {key} ({core.unanswered}), and its refusal "
+                "stands there for good unless a new key is opened: try again when the core answers"
+            )
+        return Decision(
+            "replay",
+            f"{republished}; the core could not be asked about key {key} ({core.unanswered}): the consumer sends the "
+            "payment under it again, which the core answers with its recorded outcome, if it has one",
+        )
+    if answer.status == "in_progress":
+        return _refuse(f"the core is still booking a request under key {key}: replay it once that has an outcome")
+    if answer.status == "booked":
+        if row.reason == reasons.CORE_KEY_CONFLICT:
+            return _refuse(
+                f"the core booked another transfer under key {key} (transfer {answer.transfer_id}): money moved "
+                "under this message_id already, and a new key would move it again. Look at both (remit trace, "
+                "the core's record), then discard it"
+            )
+        return Decision(
+            "replay",
+            f"{republished}; the core booked key {key} already (transfer {answer.transfer_id}): the consumer sends "
+            "it under that key again and records the core's booking, moving no money a second time",
+        )
+    if answer.status == "rejected":
+        refused = f"the core refused key {key} for good ({answer.reason or 'no reason given'})"
+        following = transfer_key(payment.tenant_id, payment.message_id, core.generation + 1)
+        if not force:
+            return _refuse(
+                f"{refused}: a replay under it is refused again. Fix the cause, then use {FORCE}: the payment is "
+                f"sent as a new attempt under key {following}"
+            )
+        return Decision(
+            "replay",
+            f"{refused}; a new attempt under key {following} (key generation {core.generation + 1}): {republished}, "
+            "same payment_reference and batch, sent to the core under the new key",
+            new_generation=core.generation + 1,
+            refused_reason=answer.reason,
+        )
+    return Decision("replay", f"{republished}; the core holds nothing under key {key}: the consumer sends it there")
+
+
+# The core's refusals: recorded under the key for good (docs/core-banking.md, rule 2).
+_CORE_REFUSALS = frozenset(
+    {
+        reasons.ACCOUNT_CLOSED,
+        reasons.UNKNOWN_ACCOUNT,
+        reasons.INSUFFICIENT_FUNDS,
+        reasons.CURRENCY_NOT_HELD,
+        reasons.PERMANENT_FAILURE,
+        reasons.CORE_KEY_CONFLICT,
+    }
+)
 
 
 def _refuse(detail: str) -> Decision:
@@ -272,7 +359,7 @@ class _Replayer:
                 return ReplayOutcome(dead_letter_id, None, "refused", str(exc))
             readable = Readable.of(row.body)
             message_id = readable.payment.message_id if readable.payment else row.message_id
-            facts = await self._facts(uow, row, message_id)
+            facts = await self._facts(uow, row, message_id, readable)
             decision = decide(row, readable, facts, request.force, self._policy.budget, self._now)
             if decision.verdict != "refuse" and not request.dry_run:
                 await self._apply(uow, row, readable, decision)
@@ -291,27 +378,70 @@ class _Replayer:
             await uow.commit()
         return ReplayOutcome(dead_letter_id, message_id, _action(decision, request.dry_run), decision.detail)
 
-    async def _facts(self, uow: UnitOfWork, row: DeadLetterRecord, message_id: UUID | None) -> Facts:
+    async def _facts(
+        self, uow: UnitOfWork, row: DeadLetterRecord, message_id: UUID | None, readable: Readable
+    ) -> Facts:
         if message_id is None:
             return Facts(False, 0, timedelta(days=self._policy.retention_days))
         # The idempotency record is the tenant's own: (tenant_id, message_id), the dead letter's identity tenant;
         # a dead letter filed under no tenant has none.
         tenant = await uow.tenants.get(row.tenant_id) if row.tenant_id is not None else None
         days = (tenant.retention_days if tenant else None) or self._policy.retention_days
+        processed = row.tenant_id is not None and await uow.idempotency.is_recorded(row.tenant_id, message_id)
         return Facts(
-            processed=row.tenant_id is not None and await uow.idempotency.is_recorded(row.tenant_id, message_id),
+            processed=processed,
             replays_used=await audit.replays_used(uow.audit, message_id, row.tenant_id),
             retention=timedelta(days=days),
+            core=None if processed else await self._core_key(uow, row, readable),
         )
+
+    async def _core_key(self, uow: UnitOfWork, row: DeadLetterRecord, readable: Readable) -> CoreKey | None:
+        """With an external core, what it holds under the payment's current key: only for an open dead letter
+        whose body is a payment of its own tenant (the others are refused before the core matters)."""
+        payment, core = readable.payment, self._policy.core
+        if core is None or payment is None or row.status != reasons.OPEN or row.tenant_id != payment.tenant_id:
+            return None
+        generations = await uow.idempotency.key_generations(payment.tenant_id, [payment.message_id])
+        generation = generations.get(payment.message_id, FIRST_GENERATION)
+        key = transfer_key(payment.tenant_id, payment.message_id, generation)
+        try:
+            answers = await core.outcomes([key])
+        except CoreStatusUnavailable as exc:
+            return CoreKey(generation, key, None, str(exc))
+        return CoreKey(generation, key, answers[key])
 
     async def _apply(self, uow: UnitOfWork, row: DeadLetterRecord, readable: Readable, decision: Decision) -> None:
         if decision.verdict == "replay":
             assert readable.payment is not None
             assert readable.body is not None
+            if decision.new_generation is not None:
+                await self._open_generation(row, readable.payment, decision)
             message, key = replay_message(readable.payment, readable.body, row.dead_letter_id, self._user_id, self._now)
             await self._publisher.publish(message, key)
         status = reasons.REPLAYED if decision.verdict == "replay" else reasons.RESOLVED
         await uow.dead_letters.set_status(row.dead_letter_id, status, self._now)
+
+    async def _open_generation(self, row: DeadLetterRecord, payment: PaymentMessage, decision: Decision) -> None:
+        """Record the new key generation and commit it before the publish, in a transaction of its own: the
+        consumer reads it when the replay arrives, and a crash before the publish leaves a generation nothing was
+        sent under yet, which the next replay finds unknown to the core and sends the payment under as it is."""
+        assert decision.new_generation is not None
+        generation = decision.new_generation
+        refused = transfer_key(payment.tenant_id, payment.message_id, generation - 1)
+        opened = NewKeyGeneration(
+            tenant_id=payment.tenant_id,
+            message_id=payment.message_id,
+            generation=generation,
+            replaces_key=refused,
+            refused_reason=decision.refused_reason,
+            opened_by=self._request.actor,
+            dead_letter_id=row.dead_letter_id,
+            request_id=self._request_id,
+            opened_at=self._now,
+        )
+        async with self._uow_factory(payment.tenant_id) as uow:
+            await uow.idempotency.open_key_generation(opened)  # already there: another replay opened it, same key
+            await uow.commit()
 
 
 _AUDITED = {"replay": audit.REPLAY, "resolve": audit.RESOLVE, "refuse": audit.REFUSE}

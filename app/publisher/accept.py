@@ -74,7 +74,7 @@ async def submit_batch(
         rejected_count=tally.rejected,
         rejections=tally.rejections,
         totals=tally.totals(),
-        controls=[*tally.controls.values(), *file_controls(summary, tally)],
+        controls=list(file_controls(summary, tally)),
         source_format=summary.format,
     )
 

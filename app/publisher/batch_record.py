@@ -71,11 +71,12 @@ async def refuse_duplicate_file(
 
 
 def file_controls(summary: FileSummary, tally: Tally) -> tuple[ControlTotal, ...]:
-    """The totals a bank file states (pain.001 NbOfTxs/CtrlSum in one currency, the ABA file total), as the
-    batch's control totals, which reconciliation holds the accepted payments to. The reader has checked them
-    against every row of the file; with a row rejected they no longer describe the batch (the ABA total counts
-    the rejected self-balancing debit's credits, a pain.001 CtrlSum every amount written), so they are kept
-    only on the batch (stated_count, stated_sum) for its status report."""
+    """The totals a bank file states (pain.001 NbOfTxs/CtrlSum in one currency, the ABA file total, a CSV's or
+    JSON Lines file's control records), as the batch's control totals, which reconciliation holds the accepted
+    payments to. The reader has checked them against every row of the file; with a row rejected they no longer
+    describe the batch (the ABA total counts the rejected self-balancing debit's credits, a pain.001 CtrlSum
+    and a control record every amount written), so they are kept only on the batch (stated_count, stated_sum)
+    for its status report."""
     return summary.controls if tally.rejected == 0 else ()
 
 
@@ -95,7 +96,7 @@ async def close_batch(
             rejected_count=tally.rejected,
         )
     )
-    stated = {**tally.controls, **{c.currency: c for c in file_controls(summary, tally)}}
+    stated = {c.currency: c for c in file_controls(summary, tally)}
     accepted = {t.currency: t for t in tally.totals()}
     rows = []
     for currency in sorted(accepted.keys() | stated.keys()):

@@ -25,7 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from app.bankfiles import BankRow, Origin
 from app.bankfiles.status_report import MAX_ID
 from app.errors import BatchRefused
-from app.publisher.bulk_file import ControlTotal, RawRow
+from app.publisher.bulk_file import RawRow
 from app.publisher.commands import CurrencyTotal
 from app.publisher.validation import BatchContext, CheckedRow, Rejection, ValidatedBatch, settle_references
 from app.storage.driver import driver_of
@@ -102,7 +102,6 @@ class Tally:
     rejected: int = 0
     bytes: int = 0
     rejections: list[Rejection] = field(default_factory=list)
-    controls: dict[str, ControlTotal] = field(default_factory=dict)  # a CSV's control records; the last per currency
     _currencies: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
 
     def add(self, batch: ValidatedBatch) -> None:
@@ -110,7 +109,6 @@ class Tally:
         self.rejected += len(batch.rejected)
         self.bytes += sum(len(body) for body in batch.bodies)
         self.rejections.extend(batch.rejected[: max(self.listed - len(self.rejections), 0)])
-        self.controls.update((c.currency, c) for c in batch.controls)
         for message in batch.accepted:
             total = self._currencies[message.currency]
             total[0] += 1

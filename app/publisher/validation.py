@@ -16,21 +16,19 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from app.bankfiles.money import MAX_DIGITS, digit_count, too_many_digits, whole_number
+from app.bankfiles.money import digit_count, too_many_digits, whole_number
 from app.bankfiles.outcomes import Outcome
 from app.bankfiles.rows import PARSE_ERROR
 from app.payment_rules import INGRESS_CHECKS, PaymentRules, size_violation
-from app.publisher.bulk_file import CONTROL, PAYMENT, PAYMENT_FIELDS, ControlTotal, RawRow, expected_fields
+from app.publisher.bulk_file import PAYMENT, PAYMENT_FIELDS, RawRow, expected_fields
 from app.publisher.message_ids import new_message_id
 from app.publisher.rejection_outcomes import rejection_outcome
 from app.publisher.wire_body import WireBodies
 from contracts import PaymentMessage
-from contracts.message import CURRENCY_PATTERN, ValidationResult
+from contracts.message import ValidationResult
 
 _CENTS = re.compile(r"^[0-9]+$")
-_CURRENCY = re.compile(CURRENCY_PATTERN)
 _MAX_BIGINT = 2**63 - 1  # what an amount column (bigint) can hold
-_MAX_INTEGER = 2**31 - 1  # what a count column (integer) can hold
 _ROW_FIELDS = frozenset({*PAYMENT_FIELDS, "record_type"})
 
 
@@ -50,7 +48,6 @@ class ValidatedBatch:
     bodies: list[bytes] = field(default_factory=list)  # each accepted message's wire body, as published
     rows: list[RawRow] = field(default_factory=list)  # the row each accepted message came from
     rejected: list[Rejection] = field(default_factory=list)
-    controls: list[ControlTotal] = field(default_factory=list)
 
     @property
     def row_numbers(self) -> list[int]:
@@ -77,7 +74,6 @@ class CheckedRow:
     message: PaymentMessage | None = None
     body: bytes | None = None
     errors: list[str] = field(default_factory=list)
-    control: ControlTotal | None = None  # a control record's stated total
 
     @property
     def reference(self) -> str | None:
@@ -105,9 +101,6 @@ def settle_references(
     batch = ValidatedBatch()
     first_seen = dict(earlier)
     for item in checked:
-        if item.control is not None:
-            batch.controls.append(item.control)
-            continue
         errors = list(item.errors)
         reference = item.reference
         if reference is not None:
@@ -124,9 +117,7 @@ def settle_references(
 
 def _check(row: RawRow, ctx: BatchContext, shared: "_Fields") -> CheckedRow:
     record_type = row.record_type
-    if record_type == CONTROL:
-        return _control(row)
-    if record_type != PAYMENT:
+    if record_type != PAYMENT:  # a control record is its reader's (app/bankfiles/control_totals.py), never a row
         return CheckedRow(row, errors=[f"record_type {record_type!r} is not payment/control"])
     try:
         message = shared.message(_payload(row))
@@ -227,36 +218,3 @@ def _amount(value: Any) -> int | None:
 
 def _text(value: Any) -> str | None:
     return str(value)[:64] if value is not None else None
-
-
-def _control(row: RawRow) -> CheckedRow:
-    if PARSE_ERROR in row.fields:
-        return CheckedRow(row, errors=[str(row.fields[PARSE_ERROR])])
-    try:
-        total = ControlTotal(
-            currency=str(row.fields["currency"]),
-            count=_control_number(row.fields["control_count"]),
-            amount_cents=_control_number(row.fields["amount_cents"]),
-        )
-    except (KeyError, ValueError, TypeError):
-        total = None
-    if total is None or not _storable_control(total):
-        return CheckedRow(
-            row, errors=["control record needs currency (3 letters), control_count and amount_cents (integers)"]
-        )
-    return CheckedRow(row, control=total)
-
-
-def _control_number(value: Any) -> int:
-    """A control record's count or amount: an int (JSON Lines) or digits (CSV) of at most MAX_DIGITS digits, like
-    every number in a bank file (the range the totals table holds is _storable_control's)."""
-    number = whole_number(value) if isinstance(value, str) else value
-    if isinstance(number, bool) or not isinstance(number, int):
-        raise ValueError(f"not a whole number of at most {MAX_DIGITS} digits")
-    return number
-
-
-def _storable_control(total: ControlTotal) -> bool:
-    """What batch_totals can hold: a currency code, a count and an amount in the columns' ranges."""
-    in_range = 0 <= total.count <= _MAX_INTEGER and 0 <= total.amount_cents <= _MAX_BIGINT
-    return in_range and _CURRENCY.match(total.currency) is not None

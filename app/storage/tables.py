@@ -167,8 +167,31 @@ processed_messages = Table(
     Column("source", String(8)),
     Column("amount_cents", BigInteger),
     Column("currency", String(3)),
+    # What the external core said of its booking besides its id (0020): its own time of it (its `recorded_at`),
+    # and the key generation it was booked under (app/consumer/core_keys.py). NULL for the in-process ledger.
+    Column("core_booked_at", DateTime(timezone=True)),
+    Column("core_key_generation", Integer),
     PrimaryKeyConstraint("tenant_id", "message_id"),
     CheckConstraint("source IS NULL OR source in ('outbox','amqp')", name="source"),
+)
+
+# A new attempt the external core sees as new (0020): each transfer key generation a forced replay opened for a
+# tenant's message_id after the core refused the key before it for good (docs/dead-letters.md, "A new attempt at
+# the core"). Generation 1, the original key, has no row; the consumer books under the latest.
+transfer_key_generations = Table(
+    "transfer_key_generations",
+    metadata,
+    Column("tenant_id", String(32), nullable=False),
+    Column("message_id", UUID(as_uuid=True), nullable=False),
+    Column("generation", Integer, nullable=False),
+    Column("replaces_key", Text, nullable=False),  # the key the core refused for good
+    Column("refused_reason", Text),  # the core's reason for it (account_closed, ...)
+    Column("opened_at", DateTime(timezone=True), nullable=False, server_default=func.now(), index=True),
+    Column("opened_by", Text, nullable=False),
+    Column("dead_letter_id", BigInteger),
+    Column("request_id", BigInteger),
+    PrimaryKeyConstraint("tenant_id", "message_id", "generation"),
+    CheckConstraint("generation >= 2", name="generation"),
 )
 
 ledger = Table(

@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import Row
 
+from app.consumer.core_keys import FIRST_GENERATION, transfer_key
 from app.deadletters.audit import DISCARD, REFUSE, REPLAY, RESOLVE
 from app.deadletters.masking import mask_text
 from app.deadletters.reasons import ALREADY_PROCESSED
@@ -138,16 +139,22 @@ def _processed(records: Records) -> list[m.Event]:
         summary = f"idempotency record on attempt {done.attempt} without a booking (a reconciliation break)"
         return [m.Event(done.processed_at, m.PROCESSED, summary, {"attempt": done.attempt})]
     attempt = f" on attempt {done.attempt}" if done is not None else ""
+    details: dict[str, Any] = {
+        "attempt": done.attempt if done is not None else None,
+        "ledger_transfer_id": booked.transfer_id,
+        "booked_at": booked.booked_at,
+    }
+    where = f"ledger transfer {booked.transfer_id}"
+    if done is not None and done.core_transfer_id is not None:  # the external core booked it; the row is remit's copy
+        key = transfer_key(done.tenant_id, done.message_id, done.core_key_generation or FIRST_GENERATION)
+        copy = f"remit's copy: ledger row {booked.transfer_id}"
+        where = f"core transfer {done.core_transfer_id} in the external core (key {key}; {copy})"
+        details |= {"core_transfer_id": done.core_transfer_id, "core_key": key, "core_booked_at": done.core_booked_at}
     return [
         m.Event(
             done.processed_at if done is not None else booked.booked_at,
             m.PROCESSED,
-            f"processed{attempt}: booked as ledger transfer {booked.transfer_id}, "
-            f"{booked.amount_cents:,} {booked.currency} (minor units)",
-            {
-                "attempt": done.attempt if done is not None else None,
-                "ledger_transfer_id": booked.transfer_id,
-                "booked_at": booked.booked_at,
-            },
+            f"processed{attempt}: booked as {where}, {booked.amount_cents:,} {booked.currency} (minor units)",
+            details,
         )
     ]

@@ -54,14 +54,26 @@ class Event:
     after_seconds: float | None = None  # since the previous event: the delay a person asks about
 
 
+# Where a payment's money moved.
+EXTERNAL_CORE = "external core"
+IN_PROCESS_LEDGER = "in-process ledger"
+
+
 @dataclass(frozen=True, slots=True)
 class Booking:
-    """Where the money moved. The in-process ledger books a ledger row (ledger_transfer_id); an external
-    core answers with its own transfer id, which goes in core_transfer_id once remit records it."""
+    """Where the money moved, read from where it happened. An external core (REMIT_CORE_BANKING_URL) booked it
+    when remit recorded the core's transfer id (`processed_messages.core_transfer_id`): then the booking is the
+    core's transfer, at the core's own time, under the key the core knows it by, and remit's ledger row is only
+    remit's copy of it. Otherwise the in-process ledger's row is the booking."""
 
-    ledger_transfer_id: int
-    booked_at: datetime
-    core_transfer_id: str | None = None
+    system: str  # EXTERNAL_CORE or IN_PROCESS_LEDGER
+    transfer_id: str  # that system's id of the transfer: the core's, or the ledger row's
+    booked_at: datetime | None  # that system's own time of it (None: an external core's time remit did not record)
+    ledger_transfer_id: int | None = None  # remit's ledger row: the booking itself, or remit's copy of the core's
+    core: str | None = None  # the external core's name (REMIT_CORE_BANKING_NAME, else its address)
+    core_transfer_id: str | None = None  # the core's id of the transfer, as remit recorded it
+    core_key: str | None = None  # the idempotency key the core booked it under (app/consumer/core_keys.py)
+    recorded_at: datetime | None = None  # remit's idempotency record of it: when its transaction began
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.consumer.core_keys import FIRST_GENERATION, transfer_key
 from app.deadletters import reasons
 from app.deadletters.masking import mask_account, mask_text
 from app.storage.tables import batch_rejections
@@ -23,10 +24,12 @@ async def trace_payment(
     query: PaymentQuery,
     scope: str | None = None,
     reconciliation_uow: UnitOfWorkFactory | None = None,
+    core: str | None = None,
 ) -> m.PaymentTrace:
     """The payment `query` names within `scope` (a tenant; None: every tenant, for operators), read in
     that tenant's row-level-security scope. Reconciliation runs are shared by all tenants and read through
-    `reconciliation_uow` (default: `uow_factory`), filtered by the payment's own tenant."""
+    `reconciliation_uow` (default: `uow_factory`), filtered by the payment's own tenant. `core`: the external
+    core's name (Settings.core_banking_label), for a booking it made."""
     async with uow_factory(scope) as uow:
         match = await find_payment(uow.connection, query, scope)
         if match.key is None:
@@ -36,7 +39,7 @@ async def trace_payment(
     events = in_order(record_events(records) + rejection_events(rejected))
     first_seen = events[0].at if events else None
     verdict = await last_verdict(reconciliation_uow or uow_factory, match.key, first_seen)
-    return _trace(match.key, records, events, verdict)
+    return _trace(match.key, records, events, verdict, core)
 
 
 async def _same_reference_rejected(conn: AsyncConnection, key: m.PaymentKey, records: Records) -> list[Any]:
@@ -48,9 +51,13 @@ async def _same_reference_rejected(conn: AsyncConnection, key: m.PaymentKey, rec
 
 
 def _trace(
-    key: m.PaymentKey, records: Records, events: list[m.Event], verdict: m.ReconciliationVerdict | None
+    key: m.PaymentKey,
+    records: Records,
+    events: list[m.Event],
+    verdict: m.ReconciliationVerdict | None,
+    core: str | None,
 ) -> m.PaymentTrace:
-    payment, booked = records.payment, records.ledger
+    payment, booking = records.payment, booking_of(records, core)
     debtor, creditor = _parties(records)
     return m.PaymentTrace(
         tenant_id=key.tenant_id,
@@ -62,10 +69,37 @@ def _trace(
         debtor=debtor,
         creditor=creditor,
         origin=m.BULK_FILE if records.outbox is not None else m.DIRECT,
-        state=state_of(events, booked is not None),
+        state=state_of(events, booking is not None),
         events=events,
-        booking=None if booked is None else m.Booking(booked.transfer_id, booked.booked_at),
+        booking=booking,
         reconciliation=verdict,
+    )
+
+
+def booking_of(records: Records, core: str | None) -> m.Booking | None:
+    """Where the money moved, from where it happened: the external core's transfer when remit recorded one (its id,
+    its time, its key), else the in-process ledger's row. None: not booked."""
+    booked, done = records.ledger, records.processed
+    if done is not None and done.core_transfer_id is not None:
+        generation = done.core_key_generation or FIRST_GENERATION
+        return m.Booking(
+            system=m.EXTERNAL_CORE,
+            transfer_id=done.core_transfer_id,
+            booked_at=done.core_booked_at,
+            ledger_transfer_id=booked.transfer_id if booked is not None else None,
+            core=core or "the external core (REMIT_CORE_BANKING_URL is not set here)",
+            core_transfer_id=done.core_transfer_id,
+            core_key=transfer_key(done.tenant_id, done.message_id, generation),
+            recorded_at=done.processed_at,
+        )
+    if booked is None:
+        return None
+    return m.Booking(
+        system=m.IN_PROCESS_LEDGER,
+        transfer_id=str(booked.transfer_id),
+        booked_at=booked.booked_at,
+        ledger_transfer_id=booked.transfer_id,
+        recorded_at=done.processed_at if done is not None else None,
     )
 
 

@@ -2,7 +2,7 @@
 
 from datetime import UTC, datetime
 
-from app.tracing.model import Booking, ReconciliationVerdict
+from app.tracing.model import IN_PROCESS_LEDGER, Booking, ReconciliationVerdict
 
 UNITS = (("d", 86_400), ("h", 3_600), ("m", 60))
 
@@ -46,8 +46,13 @@ def verdict(value: ReconciliationVerdict | None) -> str:
 
 
 def booking(value: Booking | None) -> str:
+    """Where the money moved, named as the system that moved it knows it: a support desk is sent there."""
     if value is None:
         return "not booked"
-    # The external core's own transfer id joins the ledger's once remit records the core's answer.
-    core = f"core transfer {value.core_transfer_id}" if value.core_transfer_id else "in-process ledger"
-    return f"ledger transfer {value.ledger_transfer_id} at {moment(value.booked_at)} ({core})"
+    if value.system == IN_PROCESS_LEDGER:
+        return f"ledger transfer {value.transfer_id} at {moment(value.booked_at)} (in-process ledger)"
+    when = (
+        f"at {moment(value.booked_at)} by the core's clock" if value.booked_at else "(the core's time was not recorded)"
+    )
+    copy = f"; remit's copy: ledger row {value.ledger_transfer_id}" if value.ledger_transfer_id is not None else ""
+    return f"core transfer {value.transfer_id} in {value.core} {when}, key {value.core_key}{copy}"

@@ -8,8 +8,8 @@ booked), or answers lost (the core books, the adapter cannot find out: an unknow
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from app.consumer.core_banking import Booked, CoreOutcome
-from app.consumer.core_keys import transfer_key
+from app.consumer.core_banking import NO_GENERATIONS, Booked, CoreOutcome, Generations
+from app.consumer.core_keys import FIRST_GENERATION, transfer_key
 from app.consumer.core_refusals import key_conflict, refusal
 from app.consumer.digest import payment_digest
 from app.errors import CoreBankingUnavailable, CoreOutcomeUnknown
@@ -33,11 +33,19 @@ class FakeCore:
     requests: list[list[str]] = field(default_factory=list)  # the keys of each booking request, in order
     _digests: dict[str, bytes] = field(default_factory=dict)
 
-    async def book(self, payments: Sequence[PaymentMessage], ledger: Ledger | None = None) -> list[CoreOutcome]:
+    async def book(
+        self,
+        payments: Sequence[PaymentMessage],
+        ledger: Ledger | None = None,
+        generations: Generations = NO_GENERATIONS,
+    ) -> list[CoreOutcome]:
         if self.down:
             return [CoreBankingUnavailable("core banking could not be reached; nothing was sent")] * len(payments)
-        self.requests.append([transfer_key(p.tenant_id, p.message_id) for p in payments])
-        outcomes = [self._book(p) for p in payments]
+        keys = [
+            transfer_key(p.tenant_id, p.message_id, generations.get(p.message_id, FIRST_GENERATION)) for p in payments
+        ]
+        self.requests.append(keys)
+        outcomes = [self._book(p, key) for p, key in zip(payments, keys, strict=True)]
         if self.lose_answers:
             self.lose_answers -= 1
             return [CoreOutcomeUnknown("outcome unknown after ReadTimeout and the status query failed")] * len(outcomes)
@@ -47,8 +55,7 @@ class FakeCore:
         """How many transfers the core's journal holds for the payment."""
         return sum(1 for t in self.journal.values() if t.payment.message_id == payment.message_id)
 
-    def _book(self, payment: PaymentMessage) -> CoreOutcome:
-        key = transfer_key(payment.tenant_id, payment.message_id)
+    def _book(self, payment: PaymentMessage, key: str) -> CoreOutcome:
         digest = payment_digest(payment)
         if self._digests.setdefault(key, digest) != digest:
             return key_conflict()

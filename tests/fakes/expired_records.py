@@ -11,8 +11,8 @@ from app.storage.ports.tenants import Tenant
 from tests.fakes.attempts import TABLE as ATTEMPTS
 from tests.fakes.database import FakeTransaction
 from tests.fakes.dead_letters import TABLE as DEAD_LETTERS
+from tests.fakes.idempotency import GENERATIONS, IdempotencyRow
 from tests.fakes.idempotency import TABLE as RECORDS
-from tests.fakes.idempotency import IdempotencyRow
 from tests.fakes.tenants import TABLE as TENANTS
 
 CLOSED = ("replayed", "resolved", "discarded")
@@ -45,6 +45,7 @@ class FakeExpiredRecords:
             "processed_messages": (RECORDS, lambda r: _record_old(r, old)),
             "delivery_attempts": (ATTEMPTS, lambda a: _attempt_old(a, old) and a.message_id not in open_messages),
             "dead_letters": (DEAD_LETTERS, lambda d: d.status in CLOSED and old(d.status_changed_at, d.tenant_id)),
+            "transfer_key_generations": (GENERATIONS, lambda g: old(g.opened_at, g.tenant_id)),
         }
         table, expired = tests[kind]
         return [key for key, row in self._tx.items(table) if expired(row)]

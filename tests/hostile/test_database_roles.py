@@ -76,6 +76,9 @@ _SEED = (
     "WHERE tenant_id IN (:a, :b)",
     "INSERT INTO dead_letter_replay_requests (actor, tenant_id, everything, force, dry_run, outcome) "
     "SELECT 'roles test', t, false, false, false, 'seeded' FROM unnest(ARRAY[:a, :b]) AS t",
+    "INSERT INTO transfer_key_generations (tenant_id, message_id, generation, replaces_key, opened_by) "
+    "SELECT tenant_id, message_id, 2, tenant_id || ':' || message_id, 'roles test' FROM outbox "
+    "WHERE tenant_id IN (:a, :b)",
     "INSERT INTO rate_buckets (tenant_id, tokens, byte_tokens) VALUES (:a, 1, 1), (:b, 1, 1) "
     "ON CONFLICT (tenant_id) DO NOTHING",
     "INSERT INTO worker_pools (tier, desired_state) VALUES ('free', 'running') ON CONFLICT (tier) DO NOTHING",

@@ -86,15 +86,20 @@ async def test_json_lines_numbers_just_inside_and_outside_the_bound(
         json.dumps(payment_row(2, amount_cents=int("9" * 18))),
         json.dumps(payment_row(3, amount_cents=int("9" * 19))),
         json.dumps(payment_row(4, amount_cents=-int("9" * 19))),
-        json.dumps({"record_type": "control", "currency": "AUD", "control_count": int("9" * 19), "amount_cents": 1}),
     ]
     response = await upload(client, uow_factory, ("\n".join(lines) + "\n").encode(), "application/x-ndjson")
-    eighteen, nineteen, negative, control = rejected_rows(response)
+    eighteen, nineteen, negative = rejected_rows(response)
     assert "less than or equal to 100000000000000" in eighteen["errors"][0], eighteen
     assert "amount_cents has 19 digits" in nineteen["errors"][0], nineteen
     assert nineteen["payment_reference"] is not None  # the row still says which payment it was
     assert "amount_cents has 19 digits" in negative["errors"][0], negative
-    assert "control_count has 19 digits" in control["errors"][0], control
+    # A control record is the file's stated totals: one that cannot be read refuses the file (issue 37, item 1).
+    control = {"record_type": "control", "currency": "AUD", "control_count": int("9" * 19), "amount_cents": 1}
+    body = f"{json.dumps(payment_row(1))}\n{json.dumps(control)}\n".encode()
+    response = await upload(client, uow_factory, body, "application/x-ndjson")
+    assert response.status_code == 422, response.text[:2_000]
+    assert "control_count has 19 digits" in response.text, response.text[:2_000]
+    assert "9" * 19 not in response.text
 
 
 async def test_csv_amounts_at_the_bound(

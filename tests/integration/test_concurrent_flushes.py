@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import text
 
 from app.consumer.committer import Outcome, Result
-from app.consumer.core_banking import CoreOutcome, LedgerCoreBanking
+from app.consumer.core_banking import NO_GENERATIONS, CoreOutcome, Generations, LedgerCoreBanking
 from app.errors import CoreBankingUnavailable
 from app.storage.engine import make_engine
 from app.storage.ports.ledger import Ledger
@@ -38,7 +38,9 @@ class GatedCore:
         self._calls = 0
         self._ledger = LedgerCoreBanking()
 
-    async def book(self, payments: Sequence[PaymentMessage], ledger: Ledger) -> list[CoreOutcome]:
+    async def book(
+        self, payments: Sequence[PaymentMessage], ledger: Ledger, generations: Generations = NO_GENERATIONS
+    ) -> list[CoreOutcome]:
         self._calls += 1
         if self._calls == 1:
             self.entered.set()

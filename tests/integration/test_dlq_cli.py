@@ -218,7 +218,8 @@ def test_purge_refuses_a_retention_shorter_than_ttl_plus_delay_plus_window() -> 
     assert result.exit_code == 2
     assert "Use at least" in result.stderr
     report = as_json(invoke("purge", "--dry-run", "--json"))
-    assert set(report["deleted"]) == {"processed_messages", "delivery_attempts", "dead_letters", "deleted_tenants"}
+    kinds = {"processed_messages", "delivery_attempts", "dead_letters", "transfer_key_generations", "deleted_tenants"}
+    assert set(report["deleted"]) == kinds
 
 
 def test_the_commands_run_as_real_processes(database_url: str) -> None:

@@ -3,6 +3,7 @@ the consumer can tell: the claim, the digests, a released record, the ledger's r
 a discarded transaction, and a tenant's scope. Each scenario runs on both."""
 
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 
 import pytest
 from asyncpg import PostgresError
@@ -13,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.consumer.digest import payment_digest
 from app.resources import uow_factory_for
 from app.storage.db_errors import row_refused, sqlstate
+from app.storage.ports.idempotency import CoreTransfer, NewKeyGeneration
 from app.storage.tables import processed_messages
 from app.storage.unit_of_work import UnitOfWorkFactory
 from tests.fakes.database import FakeDatabase
@@ -102,11 +104,35 @@ async def test_the_cores_transfer_id_is_kept_beside_the_record(
     payment = make_message(tenant_id=tenant)
     async with uow(tenant) as u:
         await u.idempotency.claim([payment], [payment_digest(payment)])
-        await u.idempotency.record_transfers(tenant, {payment.message_id: "core-42"})
+        booked_at = datetime(2026, 11, 23, 15, 29, 49, 240220, tzinfo=UTC)
+        await u.idempotency.record_transfers(tenant, {payment.message_id: CoreTransfer("core-42", booked_at, 2)})
         await u.commit()
 
     async with uow(tenant) as u:
-        query = select(processed_messages.c.core_transfer_id).where(
-            processed_messages.c.message_id == payment.message_id
+        pm = processed_messages.c
+        query = select(pm.core_transfer_id, pm.core_booked_at, pm.core_key_generation).where(
+            pm.message_id == payment.message_id
         )
-        assert (await u.connection.execute(query)).scalar_one() == "core-42"
+        assert tuple((await u.connection.execute(query)).one()) == ("core-42", booked_at, 2)
+
+
+async def test_key_generations_are_the_latest_one_per_payment_of_the_tenant(uow: UnitOfWorkFactory) -> None:
+    tenant, other = new_tenant_id(), new_tenant_id()
+    opened, untouched = make_message(tenant_id=tenant), make_message(tenant_id=tenant)
+
+    def generation(n: int, tenant_id: str = tenant) -> NewKeyGeneration:
+        key = f"{tenant_id}:{opened.message_id}" + ("" if n == 2 else f":{n - 1}")
+        return NewKeyGeneration(
+            tenant_id, opened.message_id, n, key, "account_closed", "alice", 7, 3, datetime.now(UTC)
+        )
+
+    async with uow(tenant) as u:
+        assert await u.idempotency.open_key_generation(generation(2))
+        assert await u.idempotency.open_key_generation(generation(3))
+        await u.commit()
+    async with uow(tenant) as u:
+        assert not await u.idempotency.open_key_generation(generation(3))  # opened already: the same key
+        ids = [opened.message_id, untouched.message_id]
+        assert await u.idempotency.key_generations(tenant, ids) == {opened.message_id: 3}
+    async with uow(other) as u:  # another tenant's scope sees none of it, even naming the tenant
+        assert await u.idempotency.key_generations(tenant, [opened.message_id]) == {}

@@ -11,10 +11,10 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from reconciliation.core_journal import export_core_journal
+from reconciliation.core_journal import export_core_journal, remit_key, split_key
 from reconciliation.snapshot import CORE_JOURNAL, PROCESSED_MESSAGES
 from tests.spark.builders import read_rows, write_rows
-from tests.utils.corebank import CoreBank, dsn, open_account, transfer
+from tests.utils.corebank import Acct, CoreBank, dsn, open_account, transfer
 
 pytestmark = pytest.mark.spark
 
@@ -27,10 +27,20 @@ async def _book(core: CoreBank, key: str, amount: int) -> str:
     return str(response.json()["transfer_id"])
 
 
-def _remit_recorded(snapshot: Path, tenant: str, message_id: str, transfer_id: str) -> None:
+def _remit_recorded(snapshot: Path, tenant: str, message_id: str, transfer_id: str, generation: int = 1) -> None:
     row = {"message_id": message_id, "tenant_id": tenant, "correlation_id": "b", "processed_at": datetime.now(UTC),
-           "core_transfer_id": transfer_id, "source": "outbox"}  # fmt: skip
+           "core_transfer_id": transfer_id, "source": "outbox", "core_key_generation": generation}  # fmt: skip
     write_rows(PROCESSED_MESSAGES, [row], snapshot)
+
+
+async def _book_between(core: CoreBank, debtor: Acct, creditor: Acct, key: str, amount: int) -> str:
+    async with core.client(timeout=30) as client:
+        response = await client.post(
+            "/transfers", json=transfer(debtor, creditor, amount), headers={"Idempotency-Key": key}
+        )
+    assert response.status_code == 201, response.text
+    assert response.json()["status"] == "booked", response.text
+    return str(response.json()["transfer_id"])
 
 
 class OlderTransaction:
@@ -114,3 +124,48 @@ def test_a_transfer_the_core_never_booked_is_not_waited_for(core: CoreBank, tmp_
 
     assert time.monotonic() - started < 30
     assert counts["core_journal_awaited"] == 0
+
+
+def test_every_generation_of_a_key_is_the_same_payment() -> None:
+    """app/consumer/core_keys.py's keys: generation 1 is `<tenant>:<message_id>`, a later one `...:<n>`."""
+    message_id = str(uuid.uuid4())
+    for generation in (None, 1, 2, 10):
+        assert split_key(remit_key("acme", message_id, generation)) == ("acme", message_id)
+    assert remit_key("acme", message_id, 1) == f"acme:{message_id}"
+    assert remit_key("acme", message_id, 12) == f"acme:{message_id}:12"
+    for foreign in (f"acme:{message_id}:1", f"acme:{message_id}:0", f"acme:{message_id}:02", f"acme:{message_id}:x"):
+        assert split_key(foreign) is None, foreign  # never remit's spelling of a key
+
+
+def test_a_payment_booked_under_a_later_key_generation_is_exported_and_waited_for(
+    core: CoreBank, tmp_path: Path
+) -> None:
+    """A forced replay after the core refused the first key: the core holds the refusal under `<tenant>:<id>` and
+    the booking under `<tenant>:<id>:2`, which the export keeps under the payment and waits for like any other."""
+    tenant, message_id = "acme", str(uuid.uuid4())
+
+    async def refuse_then_book() -> str:
+        async with core.client(timeout=30) as client:
+            a, closed = await open_account(client, 10**6), await open_account(client, status="closed")
+            first = await client.post(
+                "/transfers", json=transfer(a, closed, 500), headers={"Idempotency-Key": f"{tenant}:{message_id}"}
+            )
+            assert first.json()["status"] == "rejected", first.text
+            await client.put(
+                f"/accounts/{closed.bsb}/{closed.number}/{closed.currency}/status", json={"status": "open"}
+            )
+        return await _book_between(core, a, closed, f"{tenant}:{message_id}:2", 500)
+
+    with OlderTransaction(core) as older:
+        transfer_id = asyncio.run(refuse_then_book())
+        _remit_recorded(tmp_path, tenant, message_id, transfer_id, generation=2)
+        threading.Timer(2.0, older.end.set).start()
+        started = time.monotonic()
+        counts = export_core_journal(
+            core.url, datetime.now(UTC), timedelta(minutes=15), tmp_path, timedelta(seconds=60), token=core.token
+        )
+
+    assert time.monotonic() - started >= 1.5, "the held-back transfer under the new key was not waited for"
+    assert counts["core_journal_awaited"] == 0
+    ours = [r for r in read_rows(CORE_JOURNAL, tmp_path) if r["message_id"] == message_id]
+    assert [(r["tenant_id"], r["transfer_id"], r["amount_cents"]) for r in ours] == [(tenant, transfer_id, 500)]

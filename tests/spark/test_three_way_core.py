@@ -72,14 +72,21 @@ class Remit:
         return ids
 
     async def recorded(
-        self, mid: uuid.UUID, corr: str, transfer_id: str, source: str = "outbox", amount: int | None = None
+        self,
+        mid: uuid.UUID,
+        corr: str,
+        transfer_id: str,
+        source: str = "outbox",
+        amount: int | None = None,
+        generation: int = 1,
     ) -> None:
-        """The consumer's idempotency record with the core's transfer id (and, for a direct publish, its money)."""
+        """The consumer's idempotency record with the core's transfer id and the key generation it was booked
+        under (and, for a direct publish, its money)."""
         await self._execute(
             "INSERT INTO processed_messages (message_id, tenant_id, correlation_id, attempt, processed_at,"
-            " core_transfer_id, source, amount_cents, currency) VALUES ($1, $2, $3, 1, now() - interval '1 minute',"
-            " $4, $5, $6, 'AUD')",
-            mid, TENANT, corr, transfer_id, source, amount,
+            " core_transfer_id, source, amount_cents, currency, core_key_generation)"
+            " VALUES ($1, $2, $3, 1, now() - interval '1 minute', $4, $5, $6, 'AUD', $7)",
+            mid, TENANT, corr, transfer_id, source, amount, generation,
         )  # fmt: skip
 
     async def ledger(self, mid: uuid.UUID, corr: str, amount: int) -> None:
@@ -160,3 +167,45 @@ async def _fetch(url: str, sql: str) -> list[asyncpg.Record]:
         return list(await conn.fetch(sql))
     finally:
         await conn.close()
+
+
+async def _refused_then_booked(core: CoreBank, mid: uuid.UUID, amount: int) -> str:
+    """The core refuses the payment's first key (the creditor's account closed), the account is reopened, and a
+    forced replay's new attempt is booked under key generation 2; the core's transfer id of it."""
+    async with core.client(timeout=30) as client:
+        debtor, creditor = await open_account(client, 10**9), await open_account(client, status="closed")
+        first = await client.post(
+            "/transfers", json=transfer(debtor, creditor, amount), headers={"Idempotency-Key": key(mid)}
+        )
+        assert first.json()["status"] == "rejected", first.text
+        reopened = f"/accounts/{creditor.bsb}/{creditor.number}/{creditor.currency}/status"
+        assert (await client.put(reopened, json={"status": "open"})).status_code == 200
+        second = await client.post(
+            "/transfers", json=transfer(debtor, creditor, amount), headers={"Idempotency-Key": f"{key(mid)}:2"}
+        )
+        assert second.json()["status"] == "booked", second.text
+
+        async def exported() -> bool:
+            journal = (await client.get("/journal", params={"limit": 5000})).json()["transfers"]
+            return f"{key(mid)}:2" in {t["idempotency_key"] for t in journal}
+
+        await eventually(exported, timeout=120, poll=1)
+    return str(second.json()["transfer_id"])
+
+
+def test_a_new_attempt_under_a_later_key_generation_reconciles(
+    spark: SparkSession, database: str, core: CoreBank, tmp_path: Path
+) -> None:
+    """The first key's refusal moved no money and is not in the journal; the booking under generation 2 is the
+    payment's one transfer, which remit recorded: RECONCILED, the payment counted once."""
+    remit = Remit(database)
+    [mid] = asyncio.run(remit.batch("batch-3", [700], datetime.now(UTC) - timedelta(hours=1)))
+    transfer_id = asyncio.run(_refused_then_booked(core, mid, 700))
+    asyncio.run(remit.recorded(mid, "batch-3", transfer_id, generation=2))
+    asyncio.run(remit.ledger(mid, "batch-3", 700))
+
+    result, counts = _run(spark, database, core, tmp_path / "generation")
+
+    assert (result.result, result.breaks.num_rows, counts["core_journal"]) == ("RECONCILED", 0, 1)
+    [row] = result.summary.to_pylist()
+    assert (row["core_booked_count"], row["core_booked_cents"]) == (1, 700)

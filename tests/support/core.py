@@ -17,7 +17,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from uuid import UUID
 
-from app.consumer.core_banking import CoreBanking, CoreOutcome, LedgerCoreBanking
+from app.consumer.core_banking import NO_GENERATIONS, CoreBanking, CoreOutcome, Generations, LedgerCoreBanking
 from app.errors import AccountClosed, CoreBankingTimeout, MessageFailure
 from app.logs import mask_account
 from app.storage.ports.ledger import Ledger
@@ -67,7 +67,9 @@ class RuledCore:
         self._rules = rules
         self._inner = inner or LedgerCoreBanking()
 
-    async def book(self, payments: Sequence[PaymentMessage], ledger: Ledger) -> list[CoreOutcome]:
+    async def book(
+        self, payments: Sequence[PaymentMessage], ledger: Ledger, generations: Generations = NO_GENERATIONS
+    ) -> list[CoreOutcome]:
         failures = [self._rules.failure_for(p) for p in payments]
         passed = [p for p, failure in zip(payments, failures, strict=True) if failure is None]
         booked = iter(await self._inner.book(passed, ledger) if passed else [])

@@ -3,6 +3,8 @@
 import re
 from uuid import UUID
 
+import pytest
+
 from app.consumer.core_keys import transfer_key
 
 # The reference core's key rule (docs/core-banking.md): 1 to 255 characters a URL path carries unescaped.
@@ -36,3 +38,24 @@ def test_the_longest_key_fits_the_core_and_splits_back_at_the_first_colon() -> N
     assert len(key) == 69
     assert CORE_KEY.match(key)
     assert key.split(":", 1) == [tenant, "0190d3c4-5e6f-7a8b-9c0d-1e2f3a4b5c6d"]
+
+
+def test_a_later_generation_is_another_key_of_the_same_payment_and_the_first_is_unchanged() -> None:
+    """A new attempt after the core refused the key for good (app/deadletters/replay.py): generation 1 is the key
+    every payment ever sent had; generation n from 2 on appends `:n`."""
+    message_id = UUID("0190d3c4-5e6f-7a8b-9c0d-1e2f3a4b5c6d")
+    first = "anz:0190d3c4-5e6f-7a8b-9c0d-1e2f3a4b5c6d"
+    assert transfer_key("anz", message_id, 1) == transfer_key("anz", message_id) == first
+    assert transfer_key("anz", message_id, 2) == f"{first}:2"
+    assert transfer_key("anz", message_id, 10) == f"{first}:10"
+    tenant = "t" + "x" * 31
+    longest = transfer_key(tenant, message_id, 2**31 - 1)  # the generation column is an integer
+    assert CORE_KEY.match(longest)
+    assert len(longest) == 80
+    assert longest.split(":") == [tenant, str(message_id), str(2**31 - 1)]
+
+
+def test_there_is_no_generation_before_the_first() -> None:
+    for generation in (0, -1):
+        with pytest.raises(ValueError, match="at least 1"):
+            transfer_key("anz", UUID(int=1), generation)

@@ -1,13 +1,14 @@
 """The replay rules, in isolation: what is replayed, resolved or refused, and why."""
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-from app.deadletters.replay import Facts, Readable, decide
+from app.consumer.core_outcomes import CoreAnswer
+from app.deadletters.replay import FORCE, CoreKey, Decision, Facts, Readable, decide
 from app.deadletters.republish import fresh_body, replay_message
 from app.messaging import headers
 from contracts import wire_timestamp
@@ -158,3 +159,70 @@ def test_a_conflicting_duplicate_is_refused_even_though_its_id_was_processed() -
     processed = Facts(True, 0, timedelta(days=30))  # the record is the other payment's, not this one's
     refused, why = verdict(Row(reason="duplicate_conflict"), facts=processed, force=True)
     assert (refused, "new message_id" in why) == ("refuse", True)
+
+
+# ---------------------------------------------------------------- with an external core: its word on the key
+
+
+def at_core(status: str, generation: int = 1, raw: bytes = b"", **answer: Any) -> Facts:
+    """FRESH, plus what the external core holds under the current key (generation) of the payment in `raw`."""
+    message_id = json.loads(raw or body())["message_id"]
+    key = f"anz:{message_id}" + ("" if generation == 1 else f":{generation}")
+    said = CoreAnswer(idempotency_key=key, status=status, **answer)  # type: ignore[arg-type]
+    return replace(FRESH, core=CoreKey(generation, key, said))
+
+
+def decided(row: Row, facts: Facts, force: bool = False, raw: bytes | None = None) -> Decision:
+    return decide(row, Readable.of(raw or body()), facts, force, budget=3, now=NOW)
+
+
+def test_a_key_the_core_refused_for_good_is_a_new_attempt_under_the_next_generation_only_when_forced() -> None:
+    raw = body()
+    key = f"anz:{json.loads(raw)['message_id']}"
+    refused = at_core("rejected", raw=raw, reason="account_closed")
+    plain = decided(Row(reason="retries_exhausted"), refused, raw=raw)
+    assert plain.verdict == "refuse"
+    assert f"the core refused key {key} for good (account_closed): a replay under it is refused again" in plain.detail
+    assert f"then use {FORCE}: the payment is sent as a new attempt under key {key}:2" in plain.detail
+    forced = decided(Row(reason="account_closed"), refused, force=True, raw=raw)
+    assert (forced.verdict, forced.new_generation, forced.refused_reason) == ("replay", 2, "account_closed")
+    assert f"a new attempt under key {key}:2 (key generation 2)" in forced.detail
+    third = decided(Row(reason="account_closed"), at_core("rejected", 2, raw, reason="account_closed"), True, raw)
+    assert (third.new_generation, f"a new attempt under key {key}:3 (key generation 3)" in third.detail) == (3, True)
+
+
+def test_a_key_the_core_booked_or_never_saw_is_sent_again_as_it_is() -> None:
+    booked = decided(Row(), at_core("booked", transfer_id="42"))
+    assert (booked.verdict, booked.new_generation) == ("replay", None)
+    assert "the core booked key anz:" in booked.detail
+    assert "(transfer 42)" in booked.detail
+    unknown = decided(Row(reason="account_closed"), at_core("unknown", 2), force=True)
+    assert (unknown.verdict, unknown.new_generation) == ("replay", None)  # generation 2 was opened, never sent
+    assert "the core holds nothing under key anz:" in unknown.detail
+
+
+def test_a_key_the_core_is_still_booking_is_refused_whatever_the_force() -> None:
+    for reason, force in (("retries_exhausted", False), ("retries_exhausted", True), ("account_closed", True)):
+        decision = decided(Row(reason=reason), at_core("in_progress"), force=force)
+        assert (decision.verdict, decision.new_generation) == ("refuse", None)
+        assert "the core is still booking a request under key anz:" in decision.detail
+
+
+def test_another_transfer_booked_under_the_key_is_never_sent_anew() -> None:
+    decision = decided(Row(reason="core_key_conflict"), at_core("booked", transfer_id="9"), force=True)
+    assert decision.verdict == "refuse"
+    assert "a new key would move it again" in decision.detail
+
+
+def test_a_core_that_does_not_answer_refuses_a_refusals_replay_and_lets_a_transient_one_through() -> None:
+    silent = replace(FRESH, core=CoreKey(1, "anz:x", None, "the core did not answer (ConnectError)"))
+    refusal = decided(Row(reason="account_closed"), silent, force=True)
+    assert (refusal.verdict, "could not be asked what it holds under key anz:x" in refusal.detail) == ("refuse", True)
+    transient = decided(Row(), silent)
+    assert (transient.verdict, transient.new_generation) == ("replay", None)
+    assert "the core could not be asked about key anz:x (the core did not answer (ConnectError))" in transient.detail
+
+
+def test_the_budget_and_the_ttl_are_checked_before_the_core_is_believed() -> None:
+    used = replace(at_core("rejected", reason="account_closed"), replays_used=3)
+    assert decided(Row(reason="account_closed"), used, force=True).verdict == "refuse"

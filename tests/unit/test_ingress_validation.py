@@ -14,7 +14,7 @@ import pytest
 from app.bankfiles.outcomes import Outcome
 from app.bankfiles.rows import PARSE_ERROR
 from app.payment_rules import PaymentRules
-from app.publisher.bulk_file import ControlTotal, RawRow
+from app.publisher.bulk_file import RawRow
 from app.publisher.validation import BatchContext, Rejection, validate_rows
 from app.settings import Settings
 
@@ -29,7 +29,6 @@ CONTEXT = BatchContext(
     known_references=frozenset({"PAID-BEFORE"}),
 )
 FIVE_CHECKS = ["format_valid", "currency_active", "limit_ok", "debtor_differs_from_creditor", "reference_unique"]
-NEEDS = "control record needs currency (3 letters), control_count and amount_cents (integers)"
 
 
 def _fields(**overrides: Any) -> dict[str, Any]:
@@ -274,54 +273,8 @@ def test_a_reference_that_is_not_text_is_not_tracked() -> None:
 # ---------------------------------------------------------------- control records
 
 
-def _control(**fields: Any) -> RawRow:
-    return RawRow(10, {"record_type": "control", **fields}, typed=False)
-
-
-def test_a_control_record_is_a_stated_total_not_a_payment() -> None:
-    batch = validate_rows([_csv(), _control(currency="AUD", control_count="1", amount_cents="1500")], CONTEXT)
-    assert batch.controls == [ControlTotal(currency="AUD", count=1, amount_cents=1500)]
-    assert batch.row_numbers == [2]
-    assert batch.rejected == []
-
-
-@pytest.mark.parametrize(
-    ("fields", "stored"),
-    [
-        ({"currency": "AUD", "control_count": "0", "amount_cents": "0"}, True),
-        ({"currency": "AUD", "control_count": str(2**31 - 1), "amount_cents": "9" * 18}, True),
-        ({"currency": "AUD", "control_count": str(2**31), "amount_cents": "0"}, False),
-        # Every number in a bank file has at most 18 digits (counted before conversion): 2**63 - 1, which the
-        # totals' bigint column would hold, has 19.
-        ({"currency": "AUD", "control_count": "0", "amount_cents": str(2**63 - 1)}, False),
-        ({"currency": "AUD", "control_count": "0", "amount_cents": "0" * 40 + "1"}, True),
-        ({"currency": "AUD", "control_count": "0", "amount_cents": "1" * 5_000}, False),
-        ({"currency": "AUD", "control_count": "-1", "amount_cents": "0"}, False),
-        ({"currency": "AUD", "control_count": "0", "amount_cents": "-1"}, False),
-        ({"currency": "aud", "control_count": "1", "amount_cents": "1"}, False),
-        ({"currency": "AUDD", "control_count": "1", "amount_cents": "1"}, False),
-        ({"currency": "AUD", "control_count": "one", "amount_cents": "1"}, False),
-        ({"currency": "AUD", "control_count": "1", "amount_cents": "1.00"}, False),
-        ({"currency": "AUD", "control_count": None, "amount_cents": "1"}, False),
-        ({"control_count": "1", "amount_cents": "1"}, False),
-        ({"currency": "AUD", "amount_cents": "1"}, False),
-        ({"currency": "AUD", "control_count": "1"}, False),
-    ],
-)
-def test_a_control_record_must_fit_the_totals_table(fields: dict[str, Any], stored: bool) -> None:
-    batch = validate_rows([_control(**fields)], CONTEXT)
-    if stored:
-        assert batch.controls == [
-            ControlTotal(fields["currency"], int(fields["control_count"]), int(fields["amount_cents"]))
-        ]
-        assert batch.rejected == []
-    else:
-        assert batch.controls == []
-        assert [(r.row_number, r.errors) for r in batch.rejected] == [(10, [NEEDS])]
-
-
-def test_rows_after_a_control_record_are_validated_too() -> None:
-    rows = [_control(currency="AUD", control_count="2", amount_cents="3000"), _csv(3), _csv(4, payment_reference="R2")]
-    batch = validate_rows(rows, CONTEXT)
-    assert batch.row_numbers == [3, 4]
-    assert batch.controls == [ControlTotal("AUD", 2, 3000)]
+def test_a_control_record_is_its_readers_never_a_payment_row() -> None:
+    """The readers keep control records (app/bankfiles/control_totals.py) and never hand one on: one given to
+    validation anyway is not a payment."""
+    control = RawRow(10, {"record_type": "control", "currency": "AUD", "control_count": "1", "amount_cents": "1"})
+    assert _errors(control) == ["record_type 'control' is not payment/control"]

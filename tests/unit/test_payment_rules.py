@@ -24,7 +24,7 @@ def test_the_defaults() -> None:
             max_amount_cents=100_000_000,
             max_clock_skew=timedelta(seconds=300),
             max_ttl_seconds=604_800,
-            required_checks=frozenset(FIVE_CHECKS),
+            required_checks=frozenset(),
         )
         == RULES
     )
@@ -79,15 +79,32 @@ def test_the_ttl_bound(ttl: int, refused: bool) -> None:
     assert violations(ttl_seconds=ttl) == ([f"ttl_seconds {ttl} is over the limit of 604800"] if refused else [])
 
 
-def test_every_required_check_must_be_named() -> None:
-    assert violations(validation_result={"passed": True, "checks": FIVE_CHECKS}) == []
-    assert violations(validation_result={"passed": True, "checks": [*FIVE_CHECKS, "customer_exists"]}) == []
-    assert violations(validation_result={"passed": True, "checks": FIVE_CHECKS[:-1]}) == [
-        "validation_result.checks lacks the required check(s) reference_unique"
-    ]
-    assert violations(validation_result={"passed": True, "checks": []}) == [
+REFERENCE_004_CHECKS = ["customer_exists", "bsb_valid", "limit_ok"]  # the message design's own example
+
+
+def test_by_default_check_names_are_recorded_not_required() -> None:
+    """Issue 37, item 6: the names are the publisher's claim; the rules above are what protect the ledger."""
+    for checks in (REFERENCE_004_CHECKS, FIVE_CHECKS, [], ["anything_at_all"]):
+        assert violations(validation_result={"passed": True, "checks": checks}) == []
+
+
+def test_every_required_check_must_be_named_when_some_are_required() -> None:
+    rules = PaymentRules.from_settings(Settings(required_checks=FIVE_CHECKS))
+
+    def missing(checks: list[str]) -> list[str]:
+        payment = make_message(timestamp_utc=NOW, validation_result={"passed": True, "checks": checks})
+        return rules.violations(payment, NOW)
+
+    assert missing(FIVE_CHECKS) == []
+    assert missing([*FIVE_CHECKS, "customer_exists"]) == []
+    assert missing(FIVE_CHECKS[:-1]) == ["validation_result.checks lacks the required check(s) reference_unique"]
+    assert missing([]) == [
         "validation_result.checks lacks the required check(s) currency_active, debtor_differs_from_creditor, "
         "format_valid, limit_ok, reference_unique"
+    ]
+    assert missing(REFERENCE_004_CHECKS) == [
+        "validation_result.checks lacks the required check(s) currency_active, debtor_differs_from_creditor, "
+        "format_valid, reference_unique"
     ]
 
 
@@ -98,7 +115,9 @@ def test_a_payment_the_publisher_failed_is_refused() -> None:
 
 
 def test_every_broken_rule_is_reported() -> None:
-    errors = violations(amount_cents=100_000_001, ttl_seconds=604_801, validation_result={"passed": True, "checks": []})
+    errors = violations(
+        amount_cents=100_000_001, ttl_seconds=604_801, validation_result={"passed": False, "checks": []}
+    )
     assert len(errors) == 3
 
 

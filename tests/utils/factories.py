@@ -18,7 +18,7 @@ from app.publisher.validation import BatchContext
 from app.settings import Settings
 from contracts import PaymentMessage
 
-# The checks remit requires in validation_result.checks by default (REMIT_REQUIRED_CHECKS): what ingress runs.
+# The checks ingress runs and writes in validation_result.checks (REMIT_REQUIRED_CHECKS requires none by default).
 CHECKS = ("format_valid", "currency_active", "limit_ok", "debtor_differs_from_creditor", "reference_unique")
 
 

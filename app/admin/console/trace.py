@@ -36,7 +36,8 @@ async def payment_page(
     query = PaymentQuery(asked["id"], int(asked["row"]) if asked["row"] else None)
     scope = ctx.caller.scope(asked["tenant"] or None)
     try:
-        found = await trace_payment(services.uow(ctx.caller), query, scope, services.system_uow)
+        core = services.settings.core_banking_label()
+        found = await trace_payment(services.uow(ctx.caller), query, scope, services.system_uow, core)
     except (PaymentNotFound, AmbiguousPayment) as exc:
         return page(request, "trace.html", ctx, http_status(exc), asked=asked, t=None, error=str(exc))
     return page(request, "trace.html", ctx, asked=asked, t=found, error=None)

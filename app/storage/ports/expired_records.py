@@ -1,4 +1,5 @@
-"""Records past retention: idempotency records, attempts and closed dead letters, each kind by its own age.
+"""Records past retention: idempotency records, attempts, closed dead letters and transfer key generations, each
+kind by its own age.
 
 A record's cutoff is its tenant's retention_days, or the default; `bound` (the oldest cutoff of any tenant)
 only narrows the search. Attempts of a message that still has an open dead letter never count as expired."""
@@ -7,8 +8,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, Protocol
 
-RecordKind = Literal["processed_messages", "delivery_attempts", "dead_letters"]
-RECORD_KINDS: tuple[RecordKind, ...] = ("processed_messages", "delivery_attempts", "dead_letters")
+RecordKind = Literal["processed_messages", "delivery_attempts", "dead_letters", "transfer_key_generations"]
+RECORD_KINDS: tuple[RecordKind, ...] = (
+    "processed_messages",
+    "delivery_attempts",
+    "dead_letters",
+    "transfer_key_generations",
+)
 
 
 @dataclass(frozen=True, slots=True)

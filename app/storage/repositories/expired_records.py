@@ -29,6 +29,13 @@ _SELECTIONS: dict[RecordKind, str] = {
           AND d.status_changed_at < :bound
           AND d.status_changed_at < :now - make_interval(days => COALESCE(t.retention_days, :days))
     """,
+    # Past retention no copy of the payment can arrive any more (retention is at least its TTL, the retry delays
+    # and the replay window) and a replay is refused: nothing will be sent under any of its keys again.
+    "transfer_key_generations": """
+        SELECT g.ctid FROM transfer_key_generations g LEFT JOIN tenants t ON t.tenant_id = g.tenant_id
+        WHERE g.opened_at < :bound
+          AND g.opened_at < :now - make_interval(days => COALESCE(t.retention_days, :days))
+    """,
 }
 
 

@@ -1,15 +1,17 @@
 """The idempotency records in PostgreSQL: the group commit's claim is one `unnest` insert per tenant share."""
 
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import asdict
 from uuid import UUID
 
 from sqlalchemy import bindparam, delete, select, text
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql import ARRAY, insert
 from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.storage.driver import driver_of, joined, split
-from app.storage.tables import processed_messages
+from app.storage.ports.idempotency import CoreTransfer, NewKeyGeneration
+from app.storage.tables import processed_messages, transfer_key_generations
 from contracts import PaymentMessage
 
 pm = processed_messages.c
@@ -35,11 +37,18 @@ _CLAIM = f"""
 _DIGESTS = text(
     "SELECT message_id, payment_digest FROM processed_messages WHERE tenant_id = :tenant AND message_id = ANY(:ids)"
 ).bindparams(bindparam("ids", type_=ARRAY(PG_UUID(as_uuid=True))))
-# The core's transfer ids beside the records, after an external core booked a flush, on asyncpg's connection like
-# the claim: the ids as one joined column, the transfer ids as an array (they are the core's text, any text).
+# One probe of the primary key per payment; the table holds a row only for a payment a forced replay sent anew.
+_GENERATIONS = text(
+    "SELECT message_id, max(generation) AS generation FROM transfer_key_generations "
+    "WHERE tenant_id = :tenant AND message_id = ANY(:ids) GROUP BY message_id"
+).bindparams(bindparam("ids", type_=ARRAY(PG_UUID(as_uuid=True))))
+# What an external core said of a flush's bookings, beside the records, on asyncpg's connection like the claim:
+# the ids and generations as joined columns, the transfer ids (the core's text, any text) and times as arrays.
 _TRANSFERS = f"""
-    UPDATE processed_messages p SET core_transfer_id = t.transfer_id
-    FROM unnest({split(2, "uuid")}, $3::text[]) AS t(message_id, transfer_id)
+    UPDATE processed_messages p
+    SET core_transfer_id = t.transfer_id, core_booked_at = t.booked_at, core_key_generation = t.generation
+    FROM unnest({split(2, "uuid")}, $3::text[], $4::timestamptz[], {split(5, "int")})
+        AS t(message_id, transfer_id, booked_at, generation)
     WHERE p.tenant_id = $1 AND p.message_id = t.message_id
 """
 
@@ -76,9 +85,25 @@ class SqlIdempotencyRecords:
             delete(processed_messages).where(pm.tenant_id == tenant_id, pm.message_id.in_(list(message_ids)))
         )
 
-    async def record_transfers(self, tenant_id: str, transfers: Mapping[UUID, str]) -> None:
+    async def record_transfers(self, tenant_id: str, transfers: Mapping[UUID, CoreTransfer]) -> None:
+        values = list(transfers.values())
         driver = await driver_of(self._connection)
-        await driver.execute(_TRANSFERS, tenant_id, joined(m.hex for m in transfers), list(transfers.values()))
+        await driver.execute(
+            _TRANSFERS,
+            tenant_id,
+            joined(m.hex for m in transfers),
+            [t.transfer_id for t in values],
+            [t.booked_at for t in values],
+            joined(t.key_generation for t in values),
+        )
+
+    async def key_generations(self, tenant_id: str, message_ids: Collection[UUID]) -> dict[UUID, int]:
+        rows = await self._connection.execute(_GENERATIONS, {"tenant": tenant_id, "ids": list(message_ids)})
+        return {row.message_id: int(row.generation) for row in rows}
+
+    async def open_key_generation(self, generation: NewKeyGeneration) -> bool:
+        statement = insert(transfer_key_generations).values(**asdict(generation)).on_conflict_do_nothing()
+        return bool((await self._connection.execute(statement)).rowcount)
 
     async def is_recorded(self, tenant_id: str, message_id: UUID) -> bool:
         query = select(pm.message_id).where(pm.tenant_id == tenant_id, pm.message_id == message_id)

@@ -45,6 +45,7 @@ _ERASED_TABLES = (
     "dead_letters",
     "delivery_attempts",
     "processed_messages",
+    "transfer_key_generations",
     "ledger",
     "reconciliation_breaks",
     "outbox",

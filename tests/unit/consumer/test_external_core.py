@@ -2,9 +2,13 @@
 idempotency records are claimed and before remit commits; remit records what it said (its transfer id beside
 the record), and whatever fails before remit's commit heals on the retry, which sends the same key."""
 
+from datetime import UTC, datetime
+from typing import Any
+
 import pytest
 
 from app.consumer.core_keys import transfer_key
+from app.storage.ports.idempotency import NewKeyGeneration
 from tests.fakes.core import FakeCore
 from tests.fakes.database import FakeDatabase
 from tests.unit.consumer.harness import add_tenant, relayed, running_consumer
@@ -109,3 +113,51 @@ async def test_only_payments_claimed_now_reach_the_core(db: FakeDatabase, core: 
 
     assert core.requests == [[transfer_key(tenant, paid.message_id)], [transfer_key(tenant, new.message_id)]]
     assert consumer.reasons() == []
+
+
+# The consumer pointed at an external core (REMIT_CORE_BANKING_URL): it sends each payment under its latest key.
+AT_A_CORE: dict[str, Any] = {"core_banking_url": "http://core.test", "core_banking_token": "t" * 40}
+
+
+async def test_a_payment_goes_under_its_latest_key_generation_and_its_record_says_which(
+    db: FakeDatabase, core: FakeCore
+) -> None:
+    """Refused for good under its first key; the cause fixed, a forced replay opened generation 2 (recorded beside
+    the message_id, app/deadletters/replay.py): the same payment, message_id and all, is booked under the second
+    key, once, and remit's record names the generation. A later copy is a duplicate: nothing is sent."""
+    tenant = (await add_tenant(db)).tenant_id
+    payment = make_message(tenant_id=tenant, creditor_account=POOR)
+    first, second = transfer_key(tenant, payment.message_id), transfer_key(tenant, payment.message_id, 2)
+    async with running_consumer(db, core_banking=core, **AT_A_CORE) as consumer:
+        assert await consumer.deliver(relayed(payment)) == [True]
+        assert consumer.reasons() == ["insufficient_funds"]
+        core.refusals.clear()  # the debtor funded: only a new key can tell the core
+        async with consumer.uow(tenant) as uow:
+            opened = NewKeyGeneration(
+                tenant, payment.message_id, 2, first, "insufficient_funds", "alice", 1, 1, datetime.now(UTC)
+            )
+            assert await uow.idempotency.open_key_generation(opened)
+            await uow.commit()
+        assert await consumer.deliver(relayed(payment)) == [True]
+        assert await consumer.deliver(relayed(payment)) == [True]
+
+    assert core.requests == [[first], [second]]
+    assert (core.refused[first], core.booked(payment)) == ("insufficient_funds", 1)
+    record = consumer.record(payment)
+    assert record is not None
+    assert (record.core_transfer_id, record.core_key_generation) == (core.journal[second].transfer_id, 2)
+
+
+async def test_the_embedded_ledger_reads_no_key_generation(db: FakeDatabase, core: FakeCore) -> None:
+    """Without REMIT_CORE_BANKING_URL nothing outside remit remembers a key: no look-up, the first key."""
+    tenant = (await add_tenant(db)).tenant_id
+    payment = make_message(tenant_id=tenant)
+    async with running_consumer(db, core_banking=core) as consumer:
+        async with consumer.uow(tenant) as uow:
+            key = transfer_key(tenant, payment.message_id)
+            await uow.idempotency.open_key_generation(
+                NewKeyGeneration(tenant, payment.message_id, 2, key, None, "alice", None, None, datetime.now(UTC))
+            )
+            await uow.commit()
+        assert await consumer.deliver(relayed(payment)) == [True]
+    assert core.requests == [[key]]
