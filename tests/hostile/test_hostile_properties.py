@@ -11,6 +11,7 @@ connection of the consumer or the archiver closes (the broker's own list of them
 
 import contextlib
 import hashlib
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from hypothesis import strategies as st
 
 from app.messaging import headers
 from app.storage.unit_of_work import UnitOfWorkFactory
+from tests.utils.cli import remit
 from tests.utils.connections import service_connections
 from tests.utils.dead_letters import dead_letters_of, start_archiver, wait_for_dead_letters
 from tests.utils.factories import make_wire_dict, to_wire_bytes
@@ -90,12 +92,13 @@ def _sha(body: bytes) -> str:
 
 async def test_one_deeply_nested_header_stalls_no_other_tenant(
     uow_factory: UnitOfWorkFactory,
+    service_env: ServiceEnv,
     vhost: str,
     consumer: ServiceProcess,
     archiver: ServiceProcess,
     tenant_users: TenantUsers,
 ) -> None:
-    """The attack as reported: 800 levels (about 6 KB), then B's 20 payments."""
+    """The attack as reported: 800 levels (about 6 KB), then B's 20 payments; the poison's trace says why."""
     attacker, victim = await fresh_tenant(uow_factory), await fresh_tenant(uow_factory)
     a, b = tenant_users.publisher(attacker), tenant_users.publisher(victim)
     before = service_connections(vhost, "remit-", CONSUMER_CONNECTIONS + 1)
@@ -116,6 +119,10 @@ async def test_one_deeply_nested_header_stalls_no_other_tenant(
     assert await ledger_count(uow_factory, poison["message_id"]) == 0
     assert await dead_letters_of(uow_factory, victim) == []
     assert service_connections(vhost, "remit-", len(before)) == before, "no connection closed or came back"
+    code, out = await remit(service_env.env(), "trace", str(poison["message_id"]), "--tenant", attacker, "--json")
+    assert code == 0, out
+    [event] = [e for e in json.loads(out)["events"] if e["stage"] == "dead_lettered"]
+    assert "its AMQP properties were unreadable (RecursionError decoding them)" in event["summary"]
 
 
 async def test_every_kind_of_unreadable_properties_is_the_attackers_own_dead_letter(
