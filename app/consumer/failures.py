@@ -8,7 +8,7 @@ never what its bytes claim: a direct publisher's own `remit-*` headers travel on
 """
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -84,11 +84,14 @@ class FailureRouter:
         republisher: Republisher,
         policy: RetryPolicy,
         identity: PublisherIdentity,
+        *,
+        after_dead_letter: Callable[[], None] = lambda: None,
     ) -> None:
         self._uow_factory = uow_factory
         self._republisher = republisher
         self._policy = policy
         self._identity = identity
+        self._after_dead_letter = after_dead_letter
 
     async def handle(
         self, delivery: Delivery, payment: PaymentMessage | None, error: MessageFailure, now: datetime
@@ -107,6 +110,7 @@ class FailureRouter:
             _log_security_event(delivery, origin, error)
         failure = _failure_headers(reason, error, attempt, now)
         await self._republisher.to_dead_letters(delivery, dead_letter_headers(delivery, origin, failure))
+        self._after_dead_letter()  # a fault point (tests): the dead letter is out, the delivery not yet acked
         return FailureOutcome(outcome, reason, origin.tenant)
 
     async def _record(
