@@ -64,16 +64,29 @@ class Origin:
     trusted: bool
     published_by: str | None
     tenant: str | None
+    # The dead letter this delivery is a replay of: its retries carry it, so that a replay failing after a trip
+    # round the delay queues is filed as the new failure it is, not folded into the dead letter it replayed.
+    replay_of: int | None = None
 
     @classmethod
     def of(cls, delivery: Delivery, identity: PublisherIdentity) -> "Origin":
         trusted = identity.is_trusted(delivery.user_id)
         carried = delivery.headers.get(headers.PUBLISHED_BY) if trusted else None
+        replay_of = delivery.headers.get(headers.REPLAY_OF) if trusted else None
         tenant = identity.attribute(delivery.user_id, delivery.routing_key, delivery.headers).tenant
-        return cls(trusted, carried if isinstance(carried, str) else delivery.user_id, tenant)
+        return cls(
+            trusted,
+            carried if isinstance(carried, str) else delivery.user_id,
+            tenant,
+            replay_of if isinstance(replay_of, int) and not isinstance(replay_of, bool) else None,
+        )
 
-    def headers(self) -> dict[str, str]:
-        values = {headers.PUBLISHED_BY: self.published_by, headers.IDENTITY_TENANT: self.tenant}
+    def headers(self) -> dict[str, str | int]:
+        values = {
+            headers.PUBLISHED_BY: self.published_by,
+            headers.IDENTITY_TENANT: self.tenant,
+            headers.REPLAY_OF: self.replay_of,
+        }
         return {name: value for name, value in values.items() if value is not None}
 
 
