@@ -32,6 +32,7 @@ SRC_CORE = 5  # a transfer in the external core's journal (three-way runs only)
 SRC_DIRECT = 6  # an idempotency record of a payment published directly over AMQP: it is also its acceptance
 
 MESSAGE_KEY = halves("message_id")  # a message_id as stored (snapshot.py)
+_DERIVED_EVIDENCE = ("ref_differs", "n_core_transfers")  # evidence computed from the aggregates below
 _TAGGED_COLUMNS = (
     "tenant_id",
     *MESSAGE_KEY,
@@ -179,14 +180,17 @@ def _per_message(tagged: DataFrame, as_of: datetime, with_core: bool) -> DataFra
 
 
 def _core_aggregates(is_core: Column, late: Column) -> list[Column]:
-    """The core's transfer (one per key); a two-way run has no core rows, and computes none of these
-    (each aggregate is a buffer per message in the one large hash aggregate)."""
+    """The core's transfers under the key: normally one, whose amount, currency and id these pick; more than one
+    (two transfer ids) is a core_duplicate. A two-way run has no core rows and computes none of these (each
+    aggregate is a buffer per message in the one large hash aggregate)."""
     return [
         _count_where(is_core & ~late).alias("n_core"),
         _count_where(is_core & late).alias("n_core_late"),
         F.max(F.when(is_core, F.col("amount_cents"))).alias("c_amount"),
         F.max(F.when(is_core, F.col("ccy_h"))).alias("c_ccy_h"),
         F.max(F.when(is_core, F.col("ref_h"))).alias("c_ref_h"),
+        # Two rows of one transfer (an export that repeated one) are not two bookings: the ids must differ.
+        F.min(F.when(is_core, F.col("ref_h"))).alias("c_ref_min"),
     ]
 
 
@@ -198,7 +202,18 @@ def _no_core() -> list[Column]:
         F.lit(None).cast("bigint").alias("c_amount"),
         F.lit(None).cast("bigint").alias("c_ccy_h"),
         F.lit(None).cast("bigint").alias("c_ref_h"),
+        F.lit(None).cast("bigint").alias("c_ref_min"),
     ]
+
+
+def _core_transfers() -> Column:
+    """How many transfers the core's journal holds under the key, late ones included."""
+    return F.col("n_core") + F.col("n_core_late")
+
+
+def _core_booked_twice() -> Column:
+    """The core moved the money more than once: two transfers with different ids under one key, whenever booked."""
+    return (_core_transfers() > 1) & (F.col("c_ref_min") != F.col("c_ref_h"))
 
 
 def _core_present() -> Column:
@@ -224,7 +239,8 @@ def _status(as_of: datetime, grace: timedelta, with_core: bool) -> Column:
     # the redelivery will ask the core and record its transfer (the in-doubt being resolved).
     resolving = accepted & (F.col("n_processed") == 0) & ~terminal & within_ttl
     status = (
-        F.when(((n_ledger > 0) | recorded_in_core) & ~accepted, F.lit(st.UNEXPECTED))
+        F.when(_core_booked_twice(), F.lit(st.CORE_DUPLICATE))  # two-way: never (no core rows)
+        .when(((n_ledger > 0) | recorded_in_core) & ~accepted, F.lit(st.UNEXPECTED))
         .when((n_ledger > 0) & differs, F.lit(st.MISMATCH))
         # Twice in the ledger, or booked in the embedded ledger and in the core: money moved more than once.
         # A ledger row whose record names the core's transfer is remit's copy of that transfer, not a second.
@@ -277,6 +293,7 @@ def classify_messages(tables: dict[str, DataFrame], as_of: datetime, grace: time
         .when(status == st.EXPIRED, F.xxhash64(F.lit(st.EXPIRED_REASON)))
         .alias("reason_h"),
         # Evidence for the break detail line, built on the driver.
-        *(c for c in BREAK_EVIDENCE if c != "ref_differs"),
+        *(c for c in BREAK_EVIDENCE if c not in _DERIVED_EVIDENCE),
         (F.col("c_ref_h") != F.col("p_ref_h")).alias("ref_differs"),
+        _core_transfers().alias("n_core_transfers"),
     )

@@ -30,9 +30,10 @@ def write_reports(result: ReconcileResult, breaks: pa.Table, out_dir: Path) -> N
 
 _COLUMNS = ("batch", "ccy", "accepted", "accepted cents", "over amqp", "processed", "dead_lettered", "expired",
             "in_flight")  # fmt: skip
-# Three-way runs: booked in both, and the three kinds of break between remit and the core.
+# Three-way runs: booked in both, and the four kinds of break between remit and the core.
 _CORE_COLUMNS = {"core booked": "core_booked_count", "core only": "core_only_count",
-                 "remit only": "remit_only_count", "core mismatch": "core_mismatch_count"}  # fmt: skip
+                 "remit only": "remit_only_count", "core mismatch": "core_mismatch_count",
+                 "core twice": "core_duplicate_count"}  # fmt: skip
 
 
 def _summary_table(result: ReconcileResult) -> Table:

@@ -61,7 +61,9 @@ class ReconcileResult:
 
     @property
     def message_count(self) -> int:
-        return sum(pc.sum(self.summary.column(f"{s}_count")).as_py() or 0 for s in st.STATUSES)
+        counts = {s: pc.sum(self.summary.column(f"{s}_count")).as_py() or 0 for s in st.STATUSES}
+        # duplicate_count counts core_duplicate's messages too (statuses.counted_as): each message once here.
+        return sum(counts.values()) - counts[st.CORE_DUPLICATE]
 
     def batches_in(self, state: str) -> int:
         rows = self.summary.to_pylist()

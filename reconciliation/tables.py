@@ -75,7 +75,8 @@ reconciliation_breaks = Table(
     Column("first_seen_at", DateTime(timezone=True), nullable=False),
     Column("age", Interval, nullable=False),
     CheckConstraint(
-        "status in ('unexpected','mismatch','duplicate','core_only','remit_only','core_mismatch','missing')",
+        "status in ('core_duplicate','unexpected','mismatch','duplicate','core_only','remit_only','core_mismatch',"
+        "'missing')",
         name="status",
     ),
     # Keyed like the idempotency record: the same message_id of two tenants is two messages.

@@ -35,6 +35,9 @@ def message_status(key: Key, rows: Rows, as_of: datetime, grace: timedelta, thre
     core_ids = [r["core_transfer_id"] for r in pm if r.get("core_transfer_id")]
     # The core's transfers under the key: those by the as-of time, or later ones remit already recorded.
     core = [r for r in _of("core_journal", key, rows) if r["booked_at"] <= as_of or core_ids] if three_way else []
+    # Two transfers under one key, whenever the core booked them: the core moved the money twice, whatever else.
+    if three_way and len({r["transfer_id"] for r in _of("core_journal", key, rows)}) > 1:
+        return "core_duplicate"
     if (led or core_ids) and accepted is None:
         return "unexpected"
     accepted_money = (accepted or {}).get("amount_cents"), (accepted or {}).get("currency")
@@ -74,7 +77,16 @@ def statuses(rows: Rows, as_of: datetime, grace: timedelta, three_way: bool = Fa
     return {k: message_status(k, rows, as_of, grace, three_way) for k in keys}
 
 
-BREAKS = ("unexpected", "mismatch", "duplicate", "core_only", "remit_only", "core_mismatch", "missing")
+BREAKS = (
+    "core_duplicate",
+    "unexpected",
+    "mismatch",
+    "duplicate",
+    "core_only",
+    "remit_only",
+    "core_mismatch",
+    "missing",
+)
 
 
 def group_states(

@@ -68,11 +68,13 @@ def _reference(raw: pa.Table) -> dict[tuple[str | None, ...], dict[str, Any]]:
             continue
         kinds = [status, *["accepted"] * (row["origin"] is not None), *["amqp"] * (row["origin"] == st.ORIGIN_AMQP)]
         kinds += ["core_booked"] * bool(row["in_core"] and status == st.PROCESSED)
+        kinds += [st.DUPLICATE] * (status == st.CORE_DUPLICATE)  # money moved more than once, in the core
         for kind in kinds:
             g[f"{kind}_count"] += n
             g[f"{kind}_cents"] += cents
     for g in groups.values():
-        g["break_count"] = sum(g[f"{b}_count"] for b in st.BREAK_STATUSES)
+        # duplicate_count holds core_duplicate's too: each broken message once.
+        g["break_count"] = sum(g[f"{b}_count"] for b in st.BREAK_STATUSES) - g["core_duplicate_count"]
         files = (g["accepted_count"] - g["amqp_count"], g["accepted_cents"] - g["amqp_cents"])
         declared = (g["totals_accepted_count"], g["totals_accepted_cents"])
         controls_agree = g["control_count"] in (None, declared[0]) and g["control_cents"] in (None, declared[1])
@@ -170,6 +172,8 @@ def _broken(status: str, **evidence: Any) -> Row:
 @pytest.mark.parametrize(
     ("row", "detail"),
     [
+        (_broken(st.CORE_DUPLICATE, n_core_transfers=2, c_amount=900, c_ccy_h=100, o_amount=900, o_ccy_h=100),
+         "2 transfers in the core's journal under one key (the largest 900 AUD); accepted 900 AUD"),
         (_broken(st.UNEXPECTED, n_ledger=1), "1 ledger row(s), no outbox row"),
         (_broken(st.MISMATCH, n_ledger=1, o_amount=900, o_ccy_h=100, l_amount=901, l_ccy_h=101),
          "outbox 900 AUD; 1 ledger row(s), first 901 USD"),
