@@ -116,9 +116,11 @@ def _totals_ok(g: pa.Table) -> pa.ChunkedArray:
 
 def _with_states(g: pa.Table) -> pa.Table:
     totals_ok = _totals_ok(g)
-    broken = pc.or_(pc.greater(g["break_count"], 0), pc.invert(totals_ok))
+    # Control totals that disagree are a break of their own (a row of breaks.csv): break_count is the group's rows.
+    break_count = pc.add_checked(g["break_count"], pc.if_else(totals_ok, 0, 1).cast(pa.int64()))
+    g = g.set_column(g.schema.get_field_index("break_count"), "break_count", break_count)
     waiting = pc.if_else(pc.greater(g["in_flight_count"], 0), st.PENDING, st.RECONCILED)
-    state = pc.if_else(broken, st.BREAKS, waiting)
+    state = pc.if_else(pc.greater(break_count, 0), st.BREAKS, waiting)
     derived = {"totals_ok": totals_ok, "state": state}
     for name, column in derived.items():
         g = g.append_column(name, column)

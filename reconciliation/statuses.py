@@ -45,6 +45,10 @@ BREAK_STATUSES: Final = (
     MISSING,
 )
 TERMINAL_STATUSES: Final = (PROCESSED, DEAD_LETTERED, EXPIRED)
+# A break of no message: a batch x currency whose control totals disagree (the file's own, what remit accepted,
+# what the outbox holds). A row of breaks.csv and of the run's record like a message's, without a message_id.
+CONTROL_TOTALS: Final = "control_totals"
+BREAK_KINDS: Final = (*BREAK_STATUSES, CONTROL_TOTALS)  # every status a break row can have
 
 # Batch states, ordered by severity so the worst currency decides the batch.
 RECONCILED: Final = "RECONCILED"

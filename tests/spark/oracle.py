@@ -89,10 +89,7 @@ BREAKS = (
 )
 
 
-def group_states(
-    rows: Rows, totals: list[dict[str, Any]], as_of: datetime, grace: timedelta, three_way: bool = False
-) -> dict[Group, str]:
-    """State per (correlation_id, tenant_id, currency) for accepted or unexpected messages and control totals."""
+def _group_counts(rows: Rows, as_of: datetime, grace: timedelta, three_way: bool) -> dict[Group, dict[str, int]]:
     by_key = statuses(rows, as_of, grace, three_way)
     first_booking: dict[Key, dict[str, Any]] = {}
     for r in sorted(rows["ledger"], key=lambda r: r["booked_at"]):
@@ -109,16 +106,35 @@ def group_states(
         if accepted is not None and accepted.get("source") != "amqp":  # direct publishes have no file totals
             counts[key]["accepted"] += 1
             counts[key]["accepted_cents"] += src["amount_cents"]
+    return counts
+
+
+def totals_agree(
+    rows: Rows, totals: list[dict[str, Any]], as_of: datetime, grace: timedelta, three_way: bool = False
+) -> dict[Group, bool]:
+    """Per group: whether its control totals agree with what was accepted from its file."""
+    counts = _group_counts(rows, as_of, grace, three_way)
     totals_by_key = {(t["correlation_id"], t["tenant_id"], t["currency"]): t for t in totals}
-    states: dict[Group, str] = {}
+    agree: dict[Group, bool] = {}
     for key in set(counts) | set(totals_by_key):
         c, t = counts[key], totals_by_key.get(key)
         if t is None:
-            totals_ok = c["accepted"] == 0
+            agree[key] = c["accepted"] == 0
         else:
-            totals_ok = (t["accepted_count"], t["accepted_cents"]) == (c["accepted"], c["accepted_cents"]) and (
+            agree[key] = (t["accepted_count"], t["accepted_cents"]) == (c["accepted"], c["accepted_cents"]) and (
                 t["control_count"] in (None, t["accepted_count"]) and t["control_cents"] in (None, t["accepted_cents"])
             )
+    return agree
+
+
+def group_states(
+    rows: Rows, totals: list[dict[str, Any]], as_of: datetime, grace: timedelta, three_way: bool = False
+) -> dict[Group, str]:
+    """State per (correlation_id, tenant_id, currency) for accepted or unexpected messages and control totals."""
+    counts = _group_counts(rows, as_of, grace, three_way)
+    states: dict[Group, str] = {}
+    for key, totals_ok in totals_agree(rows, totals, as_of, grace, three_way).items():
+        c = counts[key]
         broken = any(c[s] for s in BREAKS) or not totals_ok
         states[key] = "BREAKS" if broken else "PENDING" if c["in_flight"] else "RECONCILED"
     return states

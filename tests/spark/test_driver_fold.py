@@ -79,7 +79,8 @@ def _reference(raw: pa.Table) -> dict[tuple[str | None, ...], dict[str, Any]]:
         declared = (g["totals_accepted_count"], g["totals_accepted_cents"])
         controls_agree = g["control_count"] in (None, declared[0]) and g["control_cents"] in (None, declared[1])
         g["totals_ok"] = files[0] == 0 if not g.pop("totals") else declared == files and controls_agree
-        broken = g["break_count"] > 0 or not g["totals_ok"]
+        g["break_count"] += not g["totals_ok"]  # the totals' own break
+        broken = g["break_count"] > 0
         g["state"] = st.BREAKS if broken else st.PENDING if g["in_flight_count"] else st.RECONCILED
     for key, g in groups.items():
         g["batch_state"] = st.worst_state([h["state"] for k, h in groups.items() if k[:2] == key[:2]])
@@ -156,8 +157,37 @@ def test_a_batch_reconciles_when_its_file_totals_agree_with_what_was_accepted(
         ((1, 10, 100), {"status": st.PROCESSED, "origin": st.ORIGIN_FILE, "messages": 1, "cents": c}) for c in (10, 20)
     ]
     totals = {(1, 10, 100): {"totals_accepted_count": 2, "totals_accepted_cents": 30, **control}}
-    (row,) = _folded(_raw(paid, totals)).values()
-    assert (row["totals_ok"], row["state"]) == (ok, st.RECONCILED if ok else st.BREAKS)
+    result = split_result(_raw(paid, totals), NAMES, AS_OF, {})
+    [row] = result.summary.to_pylist()
+    assert (row["totals_ok"], row["state"], row["break_count"]) == (ok, st.RECONCILED if ok else st.BREAKS, int(not ok))
+    # A break of its own, as a message's is: a row naming the batch, the currency and what disagrees.
+    assert result.breaks.num_rows == int(not ok)
+
+
+def test_control_totals_that_disagree_are_a_break_row_naming_the_batch_currency_and_what_disagrees() -> None:
+    # Issue 37, item 4: a CSV whose control record said 5 payments / 9,999 cents over 2 rows / 3,000 cents gave
+    # BREAKS with breaks.csv empty and "0 breaks" everywhere.
+    paid = [
+        ((1, 10, 100), {"status": st.PROCESSED, "origin": st.ORIGIN_FILE, "messages": 1, "cents": c})
+        for c in (1_000, 2_000)
+    ]
+    direct = ((1, 10, 100), {"status": st.PROCESSED, "origin": st.ORIGIN_AMQP, "messages": 1, "cents": 7})
+    lying = {"totals_accepted_count": 2, "totals_accepted_cents": 3_000, "control_count": 5, "control_cents": 9_999}
+    unrecorded = ((2, 11, 101), {"status": st.IN_FLIGHT, "origin": st.ORIGIN_FILE, "messages": 1, "cents": 40})
+    result = split_result(_raw([*paid, direct, unrecorded], {(1, 10, 100): lying}), NAMES, AS_OF, {})
+
+    assert result.breaks.to_pylist() == [
+        {"message_id": None, "correlation_id": "batch-1", "tenant_id": "tenant-a", "currency": "AUD",
+         "status": st.CONTROL_TOTALS, "amount_cents": 3_000,
+         "detail": "control totals disagree: the file's control record says 5 payment(s) / 9,999 cents; batch "
+                   "totals 2 payment(s) / 3,000 cents; the outbox holds 2 payment(s) / 3,000 cents from the file"},
+        {"message_id": None, "correlation_id": "batch-2", "tenant_id": "tenant-b", "currency": "USD",
+         "status": st.CONTROL_TOTALS, "amount_cents": 40,
+         "detail": "control totals missing: no batch totals recorded for the 1 payment(s) / 40 cents accepted from "
+                   "its file"},
+    ]  # fmt: skip
+    assert [r["break_count"] for r in result.summary.to_pylist()] == [1, 1]
+    assert result.result == st.BREAKS
 
 
 _AND_IN_THE_CORE = "1 ledger row(s) and a transfer in the core for one message"
@@ -198,7 +228,8 @@ def _broken(status: str, **evidence: Any) -> Row:
     ],
 )  # fmt: skip
 def test_each_break_gets_a_detail_line_an_operator_can_act_on(row: Row, detail: str) -> None:
-    (line,) = split_result(_raw([row], {}), NAMES, AS_OF, {}).breaks.to_pylist()
+    agreeing = {(1, 10, 100): {"totals_accepted_count": 1, "totals_accepted_cents": 900}}  # the file's totals agree
+    (line,) = split_result(_raw([row], agreeing), NAMES, AS_OF, {}).breaks.to_pylist()
 
     assert line == {"message_id": "00000000-0000-4000-8000-000000000007", "correlation_id": "batch-1",
                     "tenant_id": "tenant-a", "currency": "AUD", "status": row[1]["status"], "amount_cents": 900,
