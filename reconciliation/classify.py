@@ -20,6 +20,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from reconciliation import statuses as st
+from reconciliation.precedence import OTHERWISE, core_transfers, in_core, status_rules
 from reconciliation.rows import BREAK_EVIDENCE
 from reconciliation.snapshot import halves
 
@@ -206,65 +207,34 @@ def _no_core() -> list[Column]:
     ]
 
 
-def _core_transfers() -> Column:
-    """How many transfers the core's journal holds under the key, late ones included."""
-    return F.col("n_core") + F.col("n_core_late")
+class _Aggregates:
+    """A message's aggregates as Spark columns, for the precedence rules (precedence.py)."""
+
+    def __getattr__(self, name: str) -> Column:
+        if name.startswith("__"):  # Python's own protocol lookups are not aggregates
+            raise AttributeError(name)
+        return F.col(name)
 
 
-def _core_booked_twice() -> Column:
-    """The core moved the money more than once: two transfers with different ids under one key, whenever booked."""
-    return (_core_transfers() > 1) & (F.col("c_ref_min") != F.col("c_ref_h"))
-
-
-def _core_present() -> Column:
-    return (F.col("n_core") > 0) | ((F.col("n_core_late") > 0) & (F.col("n_remit_core") > 0))
+_AGGREGATES = _Aggregates()
 
 
 def _status(as_of: datetime, grace: timedelta, with_core: bool) -> Column:
-    """The precedence of statuses.py as one CASE expression (first match wins)."""
-    n_ledger = F.col("n_ledger")
-    out_amount, out_ccy = F.col("o_amount"), F.col("o_ccy_h")
-    differs = (
-        (F.col("l_amount_min") != out_amount)
-        | (F.col("l_amount_max") != out_amount)
-        | (F.col("l_ccy_min") != out_ccy)
-        | (F.col("l_ccy_max") != out_ccy)
-    )
-    accepted = (F.col("n_outbox") > 0) | (F.col("n_direct") > 0)
-    recorded_in_core = F.col("n_remit_core") > 0  # remit's record names the external core's transfer
-    in_core = _core_present()
-    within_ttl = F.col("o_expires") > F.lit(as_of - grace)
-    terminal = (F.col("n_dead") > 0) | (F.col("n_expired") > 0)
-    # Booked in the core, not recorded by remit yet, but still inside its TTL with no record and no dead letter:
-    # the redelivery will ask the core and record its transfer (the in-doubt being resolved).
-    resolving = accepted & (F.col("n_processed") == 0) & ~terminal & within_ttl
-    status = (
-        F.when(_core_booked_twice(), F.lit(st.CORE_DUPLICATE))  # two-way: never (no core rows)
-        .when(((n_ledger > 0) | recorded_in_core) & ~accepted, F.lit(st.UNEXPECTED))
-        .when((n_ledger > 0) & differs, F.lit(st.MISMATCH))
-        # Twice in the ledger, or booked in the embedded ledger and in the core: money moved more than once.
-        # A ledger row whose record names the core's transfer is remit's copy of that transfer, not a second.
-        .when((n_ledger > 1) | ((n_ledger > 0) & in_core & ~recorded_in_core), F.lit(st.DUPLICATE))
-    )
-    if with_core:
-        core_differs = (
-            (F.col("c_amount") != out_amount) | (F.col("c_ccy_h") != out_ccy) | (F.col("c_ref_h") != F.col("p_ref_h"))
-        )
-        status = (
-            status.when(in_core & ~recorded_in_core & ~resolving, F.lit(st.CORE_ONLY))
-            .when(recorded_in_core & ~in_core, F.lit(st.REMIT_ONLY))
-            .when(recorded_in_core & core_differs, F.lit(st.CORE_MISMATCH))
-        )
-    return (
-        status.when((n_ledger == 1) | recorded_in_core, F.lit(st.PROCESSED))
-        .when(~accepted, F.lit(None).cast("string"))  # never accepted, no money moved: not reconciled
-        .when(F.col("n_dead") > 0, F.lit(st.DEAD_LETTERED))
-        .when(F.col("n_expired") > 0, F.lit(st.EXPIRED))
-        # An idempotency row means redeliveries are skipped: no money will ever move.
-        .when(F.col("n_processed") > 0, F.lit(st.MISSING))
-        .when(within_ttl, F.lit(st.IN_FLIGHT))
-        .otherwise(F.lit(st.MISSING))
-    )
+    return status_column(F.lit(as_of - grace), with_core)
+
+
+def status_column(ttl_edge: Column, with_core: bool) -> Column:
+    """The precedence of precedence.py as one CASE expression (first match wins), over the aggregates' columns."""
+    rules = status_rules(_AGGREGATES, ttl_edge, with_core)
+    (first, first_status), *others = rules
+    status = F.when(first, _literal(first_status))
+    for condition, then in others:
+        status = status.when(condition, _literal(then))
+    return status.otherwise(_literal(OTHERWISE))
+
+
+def _literal(status: str | None) -> Column:
+    return F.lit(status).cast("string")
 
 
 def classify_messages(tables: dict[str, DataFrame], as_of: datetime, grace: timedelta) -> DataFrame:
@@ -286,7 +256,7 @@ def classify_messages(tables: dict[str, DataFrame], as_of: datetime, grace: time
         F.when(F.col("n_outbox") > 0, F.lit(st.ORIGIN_FILE))
         .when(F.col("n_direct") > 0, F.lit(st.ORIGIN_AMQP))
         .alias("origin"),
-        _core_present().alias("in_core"),
+        in_core(_AGGREGATES).alias("in_core"),
         F.coalesce("o_amount", "l_amount", "c_amount", F.lit(0).cast("bigint")).alias("amount_cents"),
         "status",
         F.when(status == st.DEAD_LETTERED, F.col("dl_reason_h"))
@@ -295,5 +265,5 @@ def classify_messages(tables: dict[str, DataFrame], as_of: datetime, grace: time
         # Evidence for the break detail line, built on the driver.
         *(c for c in BREAK_EVIDENCE if c not in _DERIVED_EVIDENCE),
         (F.col("c_ref_h") != F.col("p_ref_h")).alias("ref_differs"),
-        _core_transfers().alias("n_core_transfers"),
+        core_transfers(_AGGREGATES).alias("n_core_transfers"),
     )
