@@ -190,6 +190,52 @@ def test_control_totals_that_disagree_are_a_break_row_naming_the_batch_currency_
     assert result.result == st.BREAKS
 
 
+@pytest.mark.parametrize(
+    ("control", "said"),
+    [
+        # Only the accepted totals disagree with the outbox: the file stated none of its own.
+        ({"totals_accepted_count": 3, "totals_accepted_cents": 30, "control_count": None, "control_cents": None}, ""),
+        # A file may state a count without a sum (pain.001's CtrlSum is optional), or the other way round.
+        ({"totals_accepted_count": 2, "totals_accepted_cents": 30, "control_count": 3, "control_cents": None},
+         "the file's control record says 3 payment(s) / ? cents; "),
+        ({"totals_accepted_count": 2, "totals_accepted_cents": 30, "control_count": None, "control_cents": 31},
+         "the file's control record says ? payment(s) / 31 cents; "),
+    ],
+)  # fmt: skip
+def test_a_totals_break_says_which_totals_were_stated(control: dict[str, int | None], said: str) -> None:
+    paid = [
+        ((1, 10, 100), {"status": st.PROCESSED, "origin": st.ORIGIN_FILE, "messages": 1, "cents": c}) for c in (10, 20)
+    ]
+    [line] = split_result(_raw(paid, {(1, 10, 100): control}), NAMES, AS_OF, {}).breaks.to_pylist()
+    accepted = f"{control['totals_accepted_count']} payment(s) / {control['totals_accepted_cents']} cents"
+    outbox = "the outbox holds 2 payment(s) / 30 cents from the file"
+    assert line["detail"] == f"control totals disagree: {said}batch totals {accepted}; {outbox}"
+
+
+def test_a_run_with_nothing_to_reconcile_is_reconciled_and_exits_0() -> None:
+    result = split_result(_raw([], {}), NAMES, AS_OF, {})
+    assert (result.result, result.message_count, result.breaks.num_rows) == (st.RECONCILED, 0, 0)
+    assert [st.exit_code(s) for s in (st.RECONCILED, st.PENDING, st.BREAKS)] == [0, 0, 2]
+
+
+def test_a_batch_is_as_bad_as_its_worst_currency_whatever_their_order() -> None:
+    broken = ((1, 10, 101), {"status": st.MISSING, "origin": st.ORIGIN_AMQP, "messages": 1, "cents": 5, "break_hi": 1,
+                              "break_lo": 1})  # fmt: skip
+    waiting = ((1, 10, 102), {"status": st.IN_FLIGHT, "origin": st.ORIGIN_AMQP, "messages": 1, "cents": 5})
+    fine = ((1, 10, 100), {"status": st.PROCESSED, "origin": st.ORIGIN_AMQP, "messages": 1, "cents": 5})
+    other = ((2, 10, 100), {"status": st.PROCESSED, "origin": st.ORIGIN_AMQP, "messages": 1, "cents": 5})
+    names = {**NAMES, 102: "NZD"}
+    for rows in ([broken, waiting, fine, other], [fine, other, waiting, broken]):
+        summary = split_result(_raw(rows, {}), names, AS_OF, {}).summary.to_pylist()
+        states = {(r["correlation_id"], r["currency"]): (r["state"], r["batch_state"]) for r in summary}
+        assert states == {
+            ("batch-1", "AUD"): (st.RECONCILED, st.BREAKS),
+            ("batch-1", "NZD"): (st.PENDING, st.BREAKS),
+            ("batch-1", "USD"): (st.BREAKS, st.BREAKS),
+            ("batch-2", "AUD"): (st.RECONCILED, st.RECONCILED),
+        }
+
+
 _AND_IN_THE_CORE = "1 ledger row(s) and a transfer in the core for one message"
 
 

@@ -77,6 +77,9 @@ CASES: list[tuple[str, Aggregates, bool, str | None]] = [
     ("only just after the as-of time, unrecorded", {**UNRECORDED, "n_core": 0, "n_core_late": 1, "o_expires": 1_001},
      True, st.IN_FLIGHT),
     ("only just after the as-of time, recorded", {**IN_CORE, "n_core": 0, "n_core_late": 1}, True, st.PROCESSED),
+    # Not yet in the core at the as-of time, and nothing of remit's says it should be: the payment is missing.
+    ("only just after the as-of time, unrecorded, TTL over", {**UNRECORDED, "n_core": 0, "n_core_late": 1}, True,
+     st.MISSING),
     ("recorded by remit, not in the core", {**IN_CORE, "n_core": 0, "c_amount": None, "c_ccy_h": None,
      "c_ref_h": None, "c_ref_min": None}, True, st.REMIT_ONLY),
     ("the core's amount differs", {**IN_CORE, "c_amount": 501}, True, st.CORE_MISMATCH),
