@@ -86,6 +86,7 @@ class Ports:
     metrics: Metrics | None = None  # default: a fresh registry
     after_commit: Hook = no_hook  # the consumer, after a group commit and before its acks
     after_core: Hook = no_hook  # the consumer, after the core answered a booking and before remit's commit
+    after_dead_letter: Hook = no_hook  # the consumer, after the broker confirmed a dead letter, before its ack
     after_publish: Hook = no_hook  # the relay, after the broker confirmed a batch, before its marks commit
 
 
@@ -157,6 +158,7 @@ def build_consumer(
     metrics: Metrics | None = None,
     after_commit: Hook = no_hook,
     after_core: Hook = no_hook,
+    after_dead_letter: Hook = no_hook,
 ) -> ConsumerServices:
     """The consumer's decisions, without I/O of their own: tests call it with fakes."""
     topology = Topology.from_settings(settings)
@@ -180,6 +182,7 @@ def build_consumer(
         republisher,
         RetryPolicy(tuple(settings.retry_delays_seconds), settings.max_retries),
         identity,
+        after_dead_letter=after_dead_letter,
     )
     processor = PaymentProcessor(
         committer,
@@ -244,6 +247,7 @@ async def running_consumer(settings: Settings, ports: Ports) -> AsyncIterator[Ru
             metrics=metrics,
             after_commit=ports.after_commit,
             after_core=ports.after_core,
+            after_dead_letter=ports.after_dead_letter,
         )
         await route_every_tenant(database.uow, broker.connection, broker.topology)
         await services.committer.start()

@@ -36,6 +36,17 @@ def _details(b: pa.Table, decode: Decoder) -> pa.ChunkedArray:
     with_core = pc.or_(pc.is_valid(b["c_amount"]), pc.is_valid(b["ref_differs"]))
     ids_differ = pc.if_else(flag(b["ref_differs"]), "; transfer ids differ", "")
     by_status = {
+        st.CORE_DUPLICATE: _joined(
+            _text(b["n_core_transfers"]),
+            " transfers in the core's journal under one key (the largest ",
+            c_amount,
+            " ",
+            c_ccy,
+            "); accepted ",
+            o_amount,
+            " ",
+            o_ccy,
+        ),
         st.UNEXPECTED: _joined(n_ledger, " ledger row(s), no outbox row"),
         st.MISMATCH: _joined(
             "outbox ", o_amount, " ", o_ccy, "; ", n_ledger, " ledger row(s), first ", l_amount, " ", l_ccy

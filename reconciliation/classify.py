@@ -20,6 +20,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from reconciliation import statuses as st
+from reconciliation.precedence import OTHERWISE, core_transfers, in_core, status_rules
 from reconciliation.rows import BREAK_EVIDENCE
 from reconciliation.snapshot import halves
 
@@ -32,6 +33,7 @@ SRC_CORE = 5  # a transfer in the external core's journal (three-way runs only)
 SRC_DIRECT = 6  # an idempotency record of a payment published directly over AMQP: it is also its acceptance
 
 MESSAGE_KEY = halves("message_id")  # a message_id as stored (snapshot.py)
+_DERIVED_EVIDENCE = ("ref_differs", "n_core_transfers")  # evidence computed from the aggregates below
 _TAGGED_COLUMNS = (
     "tenant_id",
     *MESSAGE_KEY,
@@ -179,14 +181,17 @@ def _per_message(tagged: DataFrame, as_of: datetime, with_core: bool) -> DataFra
 
 
 def _core_aggregates(is_core: Column, late: Column) -> list[Column]:
-    """The core's transfer (one per key); a two-way run has no core rows, and computes none of these
-    (each aggregate is a buffer per message in the one large hash aggregate)."""
+    """The core's transfers under the key: normally one, whose amount, currency and id these pick; more than one
+    (two transfer ids) is a core_duplicate. A two-way run has no core rows and computes none of these (each
+    aggregate is a buffer per message in the one large hash aggregate)."""
     return [
         _count_where(is_core & ~late).alias("n_core"),
         _count_where(is_core & late).alias("n_core_late"),
         F.max(F.when(is_core, F.col("amount_cents"))).alias("c_amount"),
         F.max(F.when(is_core, F.col("ccy_h"))).alias("c_ccy_h"),
         F.max(F.when(is_core, F.col("ref_h"))).alias("c_ref_h"),
+        # Two rows of one transfer (an export that repeated one) are not two bookings: the ids must differ.
+        F.min(F.when(is_core, F.col("ref_h"))).alias("c_ref_min"),
     ]
 
 
@@ -198,57 +203,38 @@ def _no_core() -> list[Column]:
         F.lit(None).cast("bigint").alias("c_amount"),
         F.lit(None).cast("bigint").alias("c_ccy_h"),
         F.lit(None).cast("bigint").alias("c_ref_h"),
+        F.lit(None).cast("bigint").alias("c_ref_min"),
     ]
 
 
-def _core_present() -> Column:
-    return (F.col("n_core") > 0) | ((F.col("n_core_late") > 0) & (F.col("n_remit_core") > 0))
+class _Aggregates:
+    """A message's aggregates as Spark columns, for the precedence rules (precedence.py)."""
+
+    def __getattr__(self, name: str) -> Column:
+        if name.startswith("__"):  # Python's own protocol lookups are not aggregates
+            raise AttributeError(name)
+        return F.col(name)
+
+
+_AGGREGATES = _Aggregates()
 
 
 def _status(as_of: datetime, grace: timedelta, with_core: bool) -> Column:
-    """The precedence of statuses.py as one CASE expression (first match wins)."""
-    n_ledger = F.col("n_ledger")
-    out_amount, out_ccy = F.col("o_amount"), F.col("o_ccy_h")
-    differs = (
-        (F.col("l_amount_min") != out_amount)
-        | (F.col("l_amount_max") != out_amount)
-        | (F.col("l_ccy_min") != out_ccy)
-        | (F.col("l_ccy_max") != out_ccy)
-    )
-    accepted = (F.col("n_outbox") > 0) | (F.col("n_direct") > 0)
-    recorded_in_core = F.col("n_remit_core") > 0  # remit's record names the external core's transfer
-    in_core = _core_present()
-    within_ttl = F.col("o_expires") > F.lit(as_of - grace)
-    terminal = (F.col("n_dead") > 0) | (F.col("n_expired") > 0)
-    # Booked in the core, not recorded by remit yet, but still inside its TTL with no record and no dead letter:
-    # the redelivery will ask the core and record its transfer (the in-doubt being resolved).
-    resolving = accepted & (F.col("n_processed") == 0) & ~terminal & within_ttl
-    status = (
-        F.when(((n_ledger > 0) | recorded_in_core) & ~accepted, F.lit(st.UNEXPECTED))
-        .when((n_ledger > 0) & differs, F.lit(st.MISMATCH))
-        # Twice in the ledger, or booked in the embedded ledger and in the core: money moved more than once.
-        # A ledger row whose record names the core's transfer is remit's copy of that transfer, not a second.
-        .when((n_ledger > 1) | ((n_ledger > 0) & in_core & ~recorded_in_core), F.lit(st.DUPLICATE))
-    )
-    if with_core:
-        core_differs = (
-            (F.col("c_amount") != out_amount) | (F.col("c_ccy_h") != out_ccy) | (F.col("c_ref_h") != F.col("p_ref_h"))
-        )
-        status = (
-            status.when(in_core & ~recorded_in_core & ~resolving, F.lit(st.CORE_ONLY))
-            .when(recorded_in_core & ~in_core, F.lit(st.REMIT_ONLY))
-            .when(recorded_in_core & core_differs, F.lit(st.CORE_MISMATCH))
-        )
-    return (
-        status.when((n_ledger == 1) | recorded_in_core, F.lit(st.PROCESSED))
-        .when(~accepted, F.lit(None).cast("string"))  # never accepted, no money moved: not reconciled
-        .when(F.col("n_dead") > 0, F.lit(st.DEAD_LETTERED))
-        .when(F.col("n_expired") > 0, F.lit(st.EXPIRED))
-        # An idempotency row means redeliveries are skipped: no money will ever move.
-        .when(F.col("n_processed") > 0, F.lit(st.MISSING))
-        .when(within_ttl, F.lit(st.IN_FLIGHT))
-        .otherwise(F.lit(st.MISSING))
-    )
+    return status_column(F.lit(as_of - grace), with_core)
+
+
+def status_column(ttl_edge: Column, with_core: bool) -> Column:
+    """The precedence of precedence.py as one CASE expression (first match wins), over the aggregates' columns."""
+    rules = status_rules(_AGGREGATES, ttl_edge, with_core)
+    (first, first_status), *others = rules
+    status = F.when(first, _literal(first_status))
+    for condition, then in others:
+        status = status.when(condition, _literal(then))
+    return status.otherwise(_literal(OTHERWISE))
+
+
+def _literal(status: str | None) -> Column:
+    return F.lit(status).cast("string")
 
 
 def classify_messages(tables: dict[str, DataFrame], as_of: datetime, grace: timedelta) -> DataFrame:
@@ -270,13 +256,14 @@ def classify_messages(tables: dict[str, DataFrame], as_of: datetime, grace: time
         F.when(F.col("n_outbox") > 0, F.lit(st.ORIGIN_FILE))
         .when(F.col("n_direct") > 0, F.lit(st.ORIGIN_AMQP))
         .alias("origin"),
-        _core_present().alias("in_core"),
+        in_core(_AGGREGATES).alias("in_core"),
         F.coalesce("o_amount", "l_amount", "c_amount", F.lit(0).cast("bigint")).alias("amount_cents"),
         "status",
         F.when(status == st.DEAD_LETTERED, F.col("dl_reason_h"))
         .when(status == st.EXPIRED, F.xxhash64(F.lit(st.EXPIRED_REASON)))
         .alias("reason_h"),
         # Evidence for the break detail line, built on the driver.
-        *(c for c in BREAK_EVIDENCE if c != "ref_differs"),
+        *(c for c in BREAK_EVIDENCE if c not in _DERIVED_EVIDENCE),
         (F.col("c_ref_h") != F.col("p_ref_h")).alias("ref_differs"),
+        core_transfers(_AGGREGATES).alias("n_core_transfers"),
     )

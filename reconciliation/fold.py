@@ -41,13 +41,19 @@ def _masks(raw: pa.Table) -> tuple[Masks, pa.ChunkedArray]:
     message_row = pc.invert(flag(raw["is_totals"]))
     status, origin = raw["status"], raw["origin"]
     has_status = pc.and_(message_row, pc.is_valid(status))
-    masks: Masks = [(s, pc.and_(has_status, flag(pc.equal(status, s)))) for s in st.STATUSES]
+    masks: Masks = [(s, pc.and_(has_status, flag(_is_in(status, st.counted_as(s))))) for s in st.STATUSES]
     masks += [
+        # Every broken message once (duplicate_count also counts core_duplicate's: the sum of columns would not).
+        ("break", pc.and_(has_status, flag(_is_in(status, st.BREAK_STATUSES)))),
         ("accepted", pc.and_(has_status, pc.is_valid(origin))),
         ("amqp", pc.and_(has_status, flag(pc.equal(origin, st.ORIGIN_AMQP)))),
         ("core_booked", pc.and_(has_status, flag(pc.and_(raw["in_core"], pc.equal(status, st.PROCESSED))))),
     ]
     return masks, pc.and_(message_row, pc.is_null(status))
+
+
+def _is_in(values: pa.ChunkedArray, statuses: tuple[str, ...]) -> pa.ChunkedArray:
+    return pc.is_in(values, value_set=pa.array(statuses, pa.string()))
 
 
 def _counter_columns(raw: pa.Table) -> dict[str, pa.ChunkedArray]:
@@ -109,14 +115,13 @@ def _totals_ok(g: pa.Table) -> pa.ChunkedArray:
 
 
 def _with_states(g: pa.Table) -> pa.Table:
-    break_count = g[f"{st.BREAK_STATUSES[0]}_count"]
-    for status in st.BREAK_STATUSES[1:]:
-        break_count = pc.add_checked(break_count, g[f"{status}_count"])
     totals_ok = _totals_ok(g)
-    broken = pc.or_(pc.greater(break_count, 0), pc.invert(totals_ok))
+    # Control totals that disagree are a break of their own (a row of breaks.csv): break_count is the group's rows.
+    break_count = pc.add_checked(g["break_count"], pc.if_else(totals_ok, 0, 1).cast(pa.int64()))
+    g = g.set_column(g.schema.get_field_index("break_count"), "break_count", break_count)
     waiting = pc.if_else(pc.greater(g["in_flight_count"], 0), st.PENDING, st.RECONCILED)
-    state = pc.if_else(broken, st.BREAKS, waiting)
-    derived = {"break_count": break_count, "totals_ok": totals_ok, "state": state}
+    state = pc.if_else(pc.greater(break_count, 0), st.BREAKS, waiting)
+    derived = {"totals_ok": totals_ok, "state": state}
     for name, column in derived.items():
         g = g.append_column(name, column)
     return g

@@ -23,7 +23,20 @@ WHERE r.as_of <= $1
 GROUP BY b.tenant_id, b.message_id
 """
 
+# A batch x currency whose control totals disagree: its break, like a message's, keeps the age of its first sighting.
+_TOTALS_FIRST_SEEN_SQL = """
+SELECT b.tenant_id, b.correlation_id, b.currency, min(b.first_seen_at) AS first_seen_at
+FROM reconciliation_breaks b
+JOIN reconciliation_runs r ON r.run_id = b.run_id
+JOIN unnest($2::text[], $3::text[], $4::text[]) AS k(tenant_id, correlation_id, currency)
+  ON b.tenant_id = k.tenant_id AND b.correlation_id = k.correlation_id AND b.currency = k.currency
+WHERE r.as_of <= $1 AND b.message_id IS NULL
+GROUP BY b.tenant_id, b.correlation_id, b.currency
+"""
+
 MessageKey = tuple[str, str]  # (tenant_id, message_id)
+TotalsKey = tuple[str, str, str]  # (tenant_id, correlation_id, currency): a break of no message
+BreakKey = MessageKey | TotalsKey
 
 _BREAK_COLUMNS = (
     "run_id",
@@ -47,11 +60,28 @@ class RunTimes:
     grace: timedelta
 
 
-def _keys(breaks: pa.Table) -> list[MessageKey]:
-    return list(zip(breaks["tenant_id"].to_pylist(), breaks["message_id"].to_pylist(), strict=True))
+def _keys(breaks: pa.Table) -> list[BreakKey]:
+    """What makes two runs' breaks the same break: the message, or (no message) the batch and currency."""
+    columns = ("tenant_id", "message_id", "correlation_id", "currency")
+    return [
+        (tenant, message) if message is not None else (tenant, corr, ccy)
+        for tenant, message, corr, ccy in zip(*(breaks[c].to_pylist() for c in columns), strict=True)
+    ]
 
 
-def with_age(breaks: pa.Table, as_of: datetime, first_seen: dict[MessageKey, datetime]) -> pa.Table:
+async def _first_seen(conn: asyncpg.Connection, breaks: pa.Table, as_of: datetime) -> dict[BreakKey, datetime]:
+    keys = _keys(breaks)
+    messages = [k for k in keys if len(k) == 2]
+    totals = [k for k in keys if len(k) == 3]
+    rows = await conn.fetch(_FIRST_SEEN_SQL, as_of, [k[0] for k in messages], [k[1] for k in messages])
+    seen: dict[BreakKey, datetime] = {(r["tenant_id"], r["message_id"]): r["first_seen_at"] for r in rows}
+    if totals:
+        rows = await conn.fetch(_TOTALS_FIRST_SEEN_SQL, as_of, *(list(column) for column in zip(*totals, strict=True)))
+        seen.update({(r["tenant_id"], r["correlation_id"], r["currency"]): r["first_seen_at"] for r in rows})
+    return seen
+
+
+def with_age(breaks: pa.Table, as_of: datetime, first_seen: dict[BreakKey, datetime]) -> pa.Table:
     """Add first_seen_at and age_seconds; a break nobody saw before is first seen at this as-of time."""
     seen = [first_seen.get(key, as_of) for key in _keys(breaks)]
     ages = [int((as_of - s).total_seconds()) for s in seen]
@@ -91,14 +121,11 @@ async def record_run(database_url: str, result: ReconcileResult, times: RunTimes
     conn = await asyncpg.connect(libpq_dsn(database_url), server_settings=SYSTEM_SCOPE)
     try:
         async with conn.transaction():
-            tenants, ids = result.breaks["tenant_id"].to_pylist(), result.breaks["message_id"].to_pylist()
-            rows = await conn.fetch(_FIRST_SEEN_SQL, result.as_of, tenants, ids)
-            seen = {(r["tenant_id"], r["message_id"]): r["first_seen_at"] for r in rows}
-            aged = with_age(result.breaks, result.as_of, seen)
+            aged = with_age(result.breaks, result.as_of, await _first_seen(conn, result.breaks, result.as_of))
             await _insert_run(conn, _run_row(result, times, result.result, None))
             records = [
-                (times.run_id, uuid.UUID(b["message_id"]), b["correlation_id"], b["tenant_id"], b["currency"],
-                 b["status"], b["amount_cents"], b["detail"], b["first_seen_at"],
+                (times.run_id, None if b["message_id"] is None else uuid.UUID(b["message_id"]), b["correlation_id"],
+                 b["tenant_id"], b["currency"], b["status"], b["amount_cents"], b["detail"], b["first_seen_at"],
                  timedelta(seconds=b["age_seconds"]))
                 for b in aged.to_pylist()
             ]  # fmt: skip

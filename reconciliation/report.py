@@ -30,9 +30,10 @@ def write_reports(result: ReconcileResult, breaks: pa.Table, out_dir: Path) -> N
 
 _COLUMNS = ("batch", "ccy", "accepted", "accepted cents", "over amqp", "processed", "dead_lettered", "expired",
             "in_flight")  # fmt: skip
-# Three-way runs: booked in both, and the three kinds of break between remit and the core.
+# Three-way runs: booked in both, and the four kinds of break between remit and the core.
 _CORE_COLUMNS = {"core booked": "core_booked_count", "core only": "core_only_count",
-                 "remit only": "remit_only_count", "core mismatch": "core_mismatch_count"}  # fmt: skip
+                 "remit only": "remit_only_count", "core mismatch": "core_mismatch_count",
+                 "core twice": "core_duplicate_count"}  # fmt: skip
 
 
 def _summary_table(result: ReconcileResult) -> Table:
@@ -53,7 +54,8 @@ def _summary_table(result: ReconcileResult) -> Table:
             Text(str(row["correlation_id"])),
             Text(str(row["currency"])),
             *[f"{row[c]:,}" for c in counts],
-            f"{row['break_count']:,}" + ("" if row["totals_ok"] else " +totals"),
+            # break_count counts the totals' own break (a row of breaks.csv) when they disagree.
+            f"{row['break_count']:,}" + ("" if row["totals_ok"] else " incl. totals"),
             Text(state, style=_STATE_STYLE[state]),
         )
     if len(rows) > MAX_ROWS_SHOWN:
@@ -61,8 +63,26 @@ def _summary_table(result: ReconcileResult) -> Table:
     return table
 
 
+def _breaks_table(result: ReconcileResult) -> Table:
+    """Every break, as breaks.csv has it (up to the cap): the batch, currency and what disagrees, whether a message
+    or the batch's control totals broke."""
+    table = Table(title="Breaks", show_lines=False)
+    for name in ("batch", "tenant", "ccy", "status", "payment", "cents", "detail"):
+        table.add_column(name, justify="right" if name == "cents" else "left", no_wrap=name != "detail")
+    for row in result.breaks.to_pylist()[:MAX_ROWS_SHOWN]:
+        payment = row["message_id"] or "(the batch's control totals)"
+        cells = (row["correlation_id"], row["tenant_id"], row["currency"], row["status"], payment)
+        # Text, never markup: a batch id and a tenant's names are text a tenant wrote.
+        table.add_row(*(Text(str(c or "")) for c in cells), f"{row['amount_cents']:,}", Text(str(row["detail"] or "")))
+    if result.breaks.num_rows > MAX_ROWS_SHOWN:
+        table.caption = f"{result.breaks.num_rows - MAX_ROWS_SHOWN:,} more in breaks.csv"
+    return table
+
+
 def print_report(console: Console, result: ReconcileResult, out_dir: Path) -> None:
     console.print(_summary_table(result))
+    if result.breaks.num_rows:
+        console.print(_breaks_table(result))
     outcome = result.result
     # Styles as Text, not markup: remit prints with a console that parses none, since a batch id (a direct
     # publisher's correlation_id, in a dead letter) is text a tenant wrote.

@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 from reconciliation import statuses as st
 from reconciliation.break_lines import break_lines
 from reconciliation.fold import BatchKey, Decoder, fold_summary
+from reconciliation.totals_breaks import totals_break_lines
 
 BREAK_SCHEMA = pa.schema(
     [
@@ -51,7 +52,7 @@ def _batch_keys(rows: list[dict[str, Any]]) -> list[BatchKey]:
 class ReconcileResult:
     as_of: datetime
     summary: pa.Table  # SUMMARY_SCHEMA: one row per correlation_id x tenant_id x currency
-    breaks: pa.Table  # BREAK_SCHEMA: one row per broken message
+    breaks: pa.Table  # BREAK_SCHEMA: one row per broken message, and per batch x currency whose totals disagree
     input_counts: dict[str, int] = field(default_factory=dict)
     three_way: bool = False  # the core's journal was compared too
 
@@ -61,7 +62,9 @@ class ReconcileResult:
 
     @property
     def message_count(self) -> int:
-        return sum(pc.sum(self.summary.column(f"{s}_count")).as_py() or 0 for s in st.STATUSES)
+        counts = {s: pc.sum(self.summary.column(f"{s}_count")).as_py() or 0 for s in st.STATUSES}
+        # duplicate_count counts core_duplicate's messages too (statuses.counted_as): each message once here.
+        return sum(counts.values()) - counts[st.CORE_DUPLICATE]
 
     def batches_in(self, state: str) -> int:
         rows = self.summary.to_pylist()
@@ -89,5 +92,6 @@ def split_result(
     """The raw Spark rows (summary.py) as the run's summary and break lines."""
     decode = _decoder(names)
     summary = fold_summary(raw, decode, SUMMARY_SCHEMA)
-    breaks = break_lines(raw, decode, BREAK_SCHEMA)
-    return ReconcileResult(as_of, summary, breaks, input_counts, three_way)
+    breaks = pa.concat_tables([break_lines(raw, decode, BREAK_SCHEMA), totals_break_lines(summary, BREAK_SCHEMA)])
+    order = [("correlation_id", "ascending"), ("tenant_id", "ascending"), ("message_id", "ascending")]
+    return ReconcileResult(as_of, summary, breaks.sort_by(order), input_counts, three_way)

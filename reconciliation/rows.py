@@ -13,6 +13,7 @@ BREAK_EVIDENCE = (
     "c_amount",
     "c_ccy_h",
     "ref_differs",
+    "n_core_transfers",
 )
 TOTALS = ("totals_accepted_count", "totals_accepted_cents", "control_count", "control_cents")
 NAME_KEYS = ("corr_h", "tenant_h", "ccy_h")  # a batch x tenant x currency, as name hashes (names.py)

@@ -13,11 +13,15 @@ IN_FLIGHT: Final = "in_flight"  # no terminal state yet, still inside TTL + grac
 MISSING: Final = "missing"  # no terminal state and past TTL + grace (or idempotency row without money)
 
 # Three-way statuses: only when the run read the core's journal (an external core; docs/reconciliation.md).
+# More than one transfer under the key in the core's journal: the core moved the money more than once. First of
+# all, whatever else holds: no other status may hide it (issue 37, B: such keys were core_mismatch or processed).
+CORE_DUPLICATE: Final = "core_duplicate"
 CORE_ONLY: Final = "core_only"  # a transfer in the core's journal that remit never recorded (in-doubt unresolved)
 REMIT_ONLY: Final = "remit_only"  # remit recorded the core's transfer; the core's journal has none
 CORE_MISMATCH: Final = "core_mismatch"  # both have it, but amount, currency or transfer id differ
 
 STATUSES: Final = (
+    CORE_DUPLICATE,
     UNEXPECTED,
     MISMATCH,
     DUPLICATE,
@@ -30,8 +34,21 @@ STATUSES: Final = (
     IN_FLIGHT,
     MISSING,
 )
-BREAK_STATUSES: Final = (UNEXPECTED, MISMATCH, DUPLICATE, CORE_ONLY, REMIT_ONLY, CORE_MISMATCH, MISSING)
+BREAK_STATUSES: Final = (
+    CORE_DUPLICATE,
+    UNEXPECTED,
+    MISMATCH,
+    DUPLICATE,
+    CORE_ONLY,
+    REMIT_ONLY,
+    CORE_MISMATCH,
+    MISSING,
+)
 TERMINAL_STATUSES: Final = (PROCESSED, DEAD_LETTERED, EXPIRED)
+# A break of no message: a batch x currency whose control totals disagree (the file's own, what remit accepted,
+# what the outbox holds). A row of breaks.csv and of the run's record like a message's, without a message_id.
+CONTROL_TOTALS: Final = "control_totals"
+BREAK_KINDS: Final = (*BREAK_STATUSES, CONTROL_TOTALS)  # every status a break row can have
 
 # Batch states, ordered by severity so the worst currency decides the batch.
 RECONCILED: Final = "RECONCILED"
@@ -51,6 +68,14 @@ ORIGIN_AMQP: Final = "amqp"
 EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1
 EXIT_BREAKS: Final = 2
+
+
+def counted_as(status: str) -> tuple[str, ...]:
+    """The statuses a summary column `<status>_count/cents` counts. Each counts its own, except duplicate_count,
+    which counts every message whose money moved more than once: in remit's ledger (duplicate) or in the core's
+    journal (core_duplicate, which has its own column too). So each status column but duplicate's is a share of
+    the messages, and duplicate_count - core_duplicate_count is remit's own."""
+    return (DUPLICATE, CORE_DUPLICATE) if status == DUPLICATE else (status,)
 
 
 def worst_state(states: list[str]) -> str:

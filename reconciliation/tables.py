@@ -6,14 +6,15 @@ from sqlalchemy import (
     Column,
     DateTime,
     ForeignKey,
+    Identity,
     Index,
     Integer,
     Interval,
     MetaData,
-    PrimaryKeyConstraint,
     String,
     Table,
     Text,
+    text,
 )
 from sqlalchemy.dialects.postgresql import UUID
 
@@ -58,27 +59,48 @@ reconciliation_runs = Table(
 reconciliation_breaks = Table(
     "reconciliation_breaks",
     metadata,
+    Column("break_id", BigInteger, Identity(always=True), primary_key=True),
     Column(
         "run_id",
         UUID(as_uuid=True),
         ForeignKey("reconciliation_runs.run_id", ondelete="CASCADE"),
         nullable=False,
     ),
-    Column("message_id", UUID(as_uuid=True), nullable=False),
+    # NULL for a batch x currency whose control totals disagree (status control_totals): a break of no message.
+    Column("message_id", UUID(as_uuid=True)),
     Column("correlation_id", String(64)),
     Column("tenant_id", String(32), nullable=False),
     Column("currency", String(3)),
     Column("status", String(16), nullable=False),
     Column("amount_cents", BigInteger, nullable=False),
     Column("detail", Text),
-    # When a run first saw this message (tenant_id, message_id) break; carried forward while it stays open.
+    # When a run first saw this break (a message's: tenant_id, message_id; a batch's totals: tenant_id,
+    # correlation_id, currency); carried forward while it stays open.
     Column("first_seen_at", DateTime(timezone=True), nullable=False),
     Column("age", Interval, nullable=False),
     CheckConstraint(
-        "status in ('unexpected','mismatch','duplicate','core_only','remit_only','core_mismatch','missing')",
+        "status in ('core_duplicate','unexpected','mismatch','duplicate','core_only','remit_only','core_mismatch',"
+        "'missing','control_totals')",
         name="status",
     ),
+    CheckConstraint("(message_id IS NULL) = (status = 'control_totals')", name="totals_have_no_message"),
     # Keyed like the idempotency record: the same message_id of two tenants is two messages.
-    PrimaryKeyConstraint("run_id", "tenant_id", "message_id"),
+    Index(
+        "uq_reconciliation_breaks_message",
+        "run_id",
+        "tenant_id",
+        "message_id",
+        unique=True,
+        postgresql_where=text("message_id IS NOT NULL"),
+    ),
+    Index(
+        "uq_reconciliation_breaks_totals",
+        "run_id",
+        "tenant_id",
+        "correlation_id",
+        "currency",
+        unique=True,
+        postgresql_where=text("message_id IS NULL"),
+    ),
     Index(None, "message_id", "tenant_id"),
 )

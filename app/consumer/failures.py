@@ -8,7 +8,7 @@ never what its bytes claim: a direct publisher's own `remit-*` headers travel on
 """
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -64,16 +64,29 @@ class Origin:
     trusted: bool
     published_by: str | None
     tenant: str | None
+    # The dead letter this delivery is a replay of: its retries carry it, so that a replay failing after a trip
+    # round the delay queues is filed as the new failure it is, not folded into the dead letter it replayed.
+    replay_of: int | None = None
 
     @classmethod
     def of(cls, delivery: Delivery, identity: PublisherIdentity) -> "Origin":
         trusted = identity.is_trusted(delivery.user_id)
         carried = delivery.headers.get(headers.PUBLISHED_BY) if trusted else None
+        replay_of = delivery.headers.get(headers.REPLAY_OF) if trusted else None
         tenant = identity.attribute(delivery.user_id, delivery.routing_key, delivery.headers).tenant
-        return cls(trusted, carried if isinstance(carried, str) else delivery.user_id, tenant)
+        return cls(
+            trusted,
+            carried if isinstance(carried, str) else delivery.user_id,
+            tenant,
+            replay_of if isinstance(replay_of, int) and not isinstance(replay_of, bool) else None,
+        )
 
-    def headers(self) -> dict[str, str]:
-        values = {headers.PUBLISHED_BY: self.published_by, headers.IDENTITY_TENANT: self.tenant}
+    def headers(self) -> dict[str, str | int]:
+        values = {
+            headers.PUBLISHED_BY: self.published_by,
+            headers.IDENTITY_TENANT: self.tenant,
+            headers.REPLAY_OF: self.replay_of,
+        }
         return {name: value for name, value in values.items() if value is not None}
 
 
@@ -84,11 +97,14 @@ class FailureRouter:
         republisher: Republisher,
         policy: RetryPolicy,
         identity: PublisherIdentity,
+        *,
+        after_dead_letter: Callable[[], None] = lambda: None,
     ) -> None:
         self._uow_factory = uow_factory
         self._republisher = republisher
         self._policy = policy
         self._identity = identity
+        self._after_dead_letter = after_dead_letter
 
     async def handle(
         self, delivery: Delivery, payment: PaymentMessage | None, error: MessageFailure, now: datetime
@@ -107,6 +123,7 @@ class FailureRouter:
             _log_security_event(delivery, origin, error)
         failure = _failure_headers(reason, error, attempt, now)
         await self._republisher.to_dead_letters(delivery, dead_letter_headers(delivery, origin, failure))
+        self._after_dead_letter()  # a fault point (tests): the dead letter is out, the delivery not yet acked
         return FailureOutcome(outcome, reason, origin.tenant)
 
     async def _record(

@@ -69,17 +69,21 @@ def to_row(incoming: IncomingDeadLetter, now: datetime, archiving: Archiving) ->
     body = bounded_body(incoming.body, believed, archiving.body_max_bytes)
     fields = body_fields(incoming.body) if not body.truncated else {}
     message_id = as_uuid(incoming.message_id) or as_uuid(fields.get("message_id"))
-    identity = str(message_id) if message_id else "sha256:" + body.sha256
     error_type, error_message = error_of(believed, death, reason)
     claimed = claimed_tenant(attribution.tenant, raw.get(h.TENANT), fields.get("tenant_id"))
-    # The body is part of the event: x-death times have one-second resolution, and two different messages
-    # under one id (a reused id) expiring in the same second are two dead letters, not a redelivery.
-    event_hash = hashlib.sha256(f"{event}|{body.sha256}".encode()).hexdigest()[:32]
     security_event = reason == reasons.TENANT_MISMATCH or claimed is not None or bool(claims)
+    moves = None if body.truncated else digest_of(incoming.body)
+    replay_of = small_int(believed.get(h.REPLAY_OF), BIGINT_MAX)
+    if message_id is None:
+        # Not a payment (every payment has a message_id): no attempt chain to follow, only this failure event.
+        # The body is part of it: two different messages failing in the same second are two dead letters.
+        event_hash = hashlib.sha256(f"{event}|{body.sha256}".encode()).hexdigest()[:32]
+        key = f"{attribution.tenant or '-'}|sha256:{body.sha256}|{reason}|{event_hash}"
+    else:
+        moved = moves.hex() if moves is not None else "sha256:" + body.sha256
+        key = dedup_key(attribution.tenant, str(message_id), moved, replay_of, reason if security_event else None)
     return {
-        # The tenant is part of the key: another tenant's dead letter of the same message_id can never
-        # take this one's place.
-        "dedup_key": f"{attribution.tenant or '-'}|{identity}|{reason}|{event_hash}",
+        "dedup_key": key,
         "message_id": message_id,
         "tenant_id": attribution.tenant,
         "tenant_basis": attribution.basis,
@@ -104,9 +108,32 @@ def to_row(incoming: IncomingDeadLetter, now: datetime, archiving: Archiving) ->
         "body_sha256": body.sha256,
         "body_truncated": body.truncated,
         "headers": json_safe(dict(believed)),
-        "replay_of": small_int(believed.get(h.REPLAY_OF), BIGINT_MAX),
-        "payment_digest": None if security_event or body.truncated else digest_of(incoming.body, reason),
+        "replay_of": replay_of,
+        # Compared with the tenant's idempotency record (already_processed); never for a security event or a reused
+        # id: their records are another payment's.
+        "payment_digest": None if security_event or reason == reasons.DUPLICATE_CONFLICT else moves,
     }
+
+
+def dedup_key(tenant: str | None, message_id: str, moves: str, replay_of: int | None, quarantined: str | None) -> str:
+    """What makes two deliveries of a payment one dead letter: the same failed attempt chain, whenever and however
+    often it failed.
+
+    - The tenant: another tenant's dead letter of the same message_id can never take this one's place.
+    - The message_id and what it moves (the payment digest, which a retry's retry_count does not change; else the
+      body's SHA-256): a different payment under a reused id is its own dead letter.
+    - The attempt chain: the one that began with the message's first publish, or the replay of a dead letter
+      (`remit-replay-of`, believed from a trusted publisher only). A copy dead-lettered again after a crash before
+      its ack, a redelivered refusal the core replays, a copy the broker expired or dead-lettered at its delivery
+      limit: all the same chain, so one dead letter, which the store updates. An operator's replay that fails is
+      a new one.
+    - For a security event, its reason: a quarantined copy never hides in an ordinary failure of the same payment.
+
+    Not the failure's time or reason: those differ between copies of one failure (the consumer's clock, the
+    broker's x-death entry)."""
+    chain = f"replay:{replay_of}" if replay_of is not None else "first"
+    key = f"{tenant or '-'}|{message_id}|{moves}|{chain}"
+    return f"{key}|security:{quarantined}" if quarantined is not None else key
 
 
 def split_claims(raw: Mapping[str, Any], trusted: bool) -> tuple[dict[str, Any], Any]:
@@ -231,11 +258,8 @@ def attempts_of(raw: Mapping[str, Any], death: Mapping[str, Any] | None) -> int:
     return 0
 
 
-def digest_of(body: bytes, reason: str) -> bytes | None:
-    """What the body moves (app/consumer/digest.py), when it is a payment: the store compares it with the tenant's
-    idempotency record. Never for a reused id (its record is another payment's)."""
-    if reason == reasons.DUPLICATE_CONFLICT:
-        return None
+def digest_of(body: bytes) -> bytes | None:
+    """What the body moves (app/consumer/digest.py), when it is a payment."""
     try:
         return payment_digest(PaymentMessage.from_wire(body))
     except (ValueError, RecursionError):  # pydantic's ValidationError included: not a payment

@@ -1,4 +1,4 @@
-"""Write dead letters to PostgreSQL, idempotently: the same failure event delivered twice is one row."""
+"""Write dead letters to PostgreSQL, idempotently: every copy of one payment's failure is one row (dedup_key)."""
 
 import hashlib
 import logging
@@ -26,8 +26,8 @@ class DeadLetterArchive:
         self._clock = clock
 
     async def archive(self, incoming: IncomingDeadLetter) -> bool:
-        """Store one dead letter; False when this failure event was already stored. Raises only when
-        PostgreSQL is unreachable (the delivery then goes back to the queue)."""
+        """Store one dead letter; False when it is a copy of a failure already stored (that row is updated). Raises
+        only when PostgreSQL is unreachable (the delivery then goes back to the queue)."""
         try:
             row = to_row(incoming, self._clock(), self._archiving)
         except Exception:  # the parser is defensive; this is the last line so odd input is never lost

@@ -7,10 +7,10 @@ sources that must agree:
   accepted message);
 - processed: `ledger` (the money) and `processed_messages` (the idempotency records);
 - dead-lettered / expired: `dead_letters` rows with status open or discarded (amounts read by the
-  archiver from the dead letter's own body).
+  archiver from the dead letter's own body), every row counted: one payment's failure is one row.
 
 Every accepted message must be in exactly one terminal state: processed (a ledger row), dead-lettered
-(an open or discarded dead letter and no ledger row) or expired (the same, with reason `expired`).
+(one open or discarded dead letter and no ledger row) or expired (the same, with reason `expired`).
 A message is (tenant_id, message_id), the consumer's idempotency key: every source is matched on both.
 """
 
@@ -55,17 +55,13 @@ _ACCEPTED = text(
 )
 _OUTBOX = text("SELECT tenant_id, currency, count(*) AS n, sum(amount_cents) AS cents FROM outbox GROUP BY 1, 2")
 _PROCESSED = text("SELECT tenant_id, currency, count(*) AS n, sum(amount_cents) AS cents FROM ledger GROUP BY 1, 2")
+# Every row counts: a payment dead-lettered twice (issue 37 A) is value at risk counted twice, and must show here.
 _DEAD = text(
     """
-    SELECT tenant_id, currency, (reason = 'expired') AS expired, count(*) AS n, sum(amount_cents) AS cents
-    FROM (
-        SELECT DISTINCT ON (d.tenant_id, d.message_id) d.message_id, d.tenant_id, d.currency, d.amount_cents,
-               d.reason
-        FROM dead_letters d
-        WHERE d.status IN ('open', 'discarded') AND d.message_id IS NOT NULL
-          AND NOT EXISTS (SELECT 1 FROM ledger l WHERE l.tenant_id = d.tenant_id AND l.message_id = d.message_id)
-        ORDER BY d.tenant_id, d.message_id, (d.reason = 'expired') DESC, d.last_failed_at DESC
-    ) last_word
+    SELECT d.tenant_id, d.currency, (d.reason = 'expired') AS expired, count(*) AS n, sum(d.amount_cents) AS cents
+    FROM dead_letters d
+    WHERE d.status IN ('open', 'discarded') AND d.message_id IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM ledger l WHERE l.tenant_id = d.tenant_id AND l.message_id = d.message_id)
     GROUP BY 1, 2, 3
     """
 )
@@ -150,6 +146,8 @@ def _classify(report: LedgerReport, m: Any, expect_settled: bool) -> None:
         )
     if m["booked"]:
         report.processed += 1
+        if m["dead_letters"] > 1:
+            report.fail(f"{mid} ({m['tenant_id']}) is paid and has {m['dead_letters']} open dead letters")
         wrong = [
             name
             for name, ours, theirs in (
@@ -173,6 +171,8 @@ def _classify(report: LedgerReport, m: Any, expect_settled: bool) -> None:
         return
     if m["dead_letters"]:
         reasons: list[str] = list(m["reasons"])
+        if m["dead_letters"] > 1:
+            report.fail(f"{mid} ({m['tenant_id']}) is dead-lettered {m['dead_letters']} times ({', '.join(reasons)})")
         if "expired" in reasons:
             report.expired += 1
         else:
@@ -255,6 +255,16 @@ _DRILLS: dict[str, tuple[list[str], str]] = {
             "booked_at + interval '1 minute' FROM ledger ORDER BY transfer_id LIMIT 1"
         ],
         "dead-lettered afterwards",
+    ),
+    "payment dead-lettered twice (a second row for the same failure)": (
+        [
+            "INSERT INTO dead_letters (dedup_key, message_id, tenant_id, reason, body, last_failed_at, amount_cents, "
+            "currency) SELECT 'drill-twice', d.message_id, d.tenant_id, d.reason, d.body, d.last_failed_at, "
+            "d.amount_cents, d.currency FROM dead_letters d WHERE d.status = 'open' AND NOT EXISTS "
+            "(SELECT 1 FROM ledger l WHERE l.tenant_id = d.tenant_id AND l.message_id = d.message_id) "
+            "ORDER BY d.dead_letter_id LIMIT 1"
+        ],
+        "dead-lettered 2 times",
     ),
     "message stuck in the outbox": (
         ["UPDATE outbox SET published_at = NULL WHERE outbox_id = (SELECT max(outbox_id) FROM outbox)"],

@@ -31,12 +31,26 @@ class FakeDeadLetters:
         self._tx = tx
 
     async def add(self, dead_letter: NewDeadLetter) -> bool:
-        if any(row.dedup_key == dead_letter["dedup_key"] for row in self._tx.db.rows(TABLE) + self._tx.rows(TABLE)):
-            return False
         unknown = set(dead_letter) - _COLUMNS
         assert not unknown, f"no such columns: {unknown}"
-        now = self._tx.db.clock()
         message_id, tenant = dead_letter["message_id"], dead_letter.get("tenant_id")
+        same = [row for row in self._tx.rows(TABLE) if row.dedup_key == dead_letter["dedup_key"]]
+        if same:  # another copy of the same failure: folded into the first (as SqlDeadLetters._merge)
+            [filed] = same
+            failed_at = dead_letter["last_failed_at"]
+            first = min(filed.first_failed_at, failed_at)
+            merged = replace(
+                filed,
+                last_failed_at=max(filed.last_failed_at, failed_at),
+                first_failed_at=first,
+                attempts=max(filed.attempts, int(dead_letter.get("attempts") or 0)),
+            )
+            self._tx.put(TABLE, filed.dead_letter_id, merged)
+            self._settle_first(message_id, tenant, first)
+            return False
+        if any(row.dedup_key == dead_letter["dedup_key"] for row in self._tx.db.rows(TABLE)):
+            return False  # filed in a scope this transaction cannot see
+        now = self._tx.db.clock()
         first = self._earliest_failure(message_id, tenant, dead_letter["last_failed_at"])
         defaults = {
             "attempts": 0,
@@ -53,11 +67,14 @@ class FakeDeadLetters:
         values.update(dead_letter_id=self._tx.db.next_id(TABLE), first_failed_at=first)
         record = DeadLetterRecord(**values)
         self._tx.insert(TABLE, record.dead_letter_id, record)
+        self._settle_first(message_id, tenant, first)
+        return True
+
+    def _settle_first(self, message_id: UUID | None, tenant: str | None, first: datetime) -> None:
         if message_id is not None:
             for row in self._tx.rows(TABLE):
                 if _same_message(row, message_id, tenant) and row.first_failed_at > first:
                     self._tx.put(TABLE, row.dead_letter_id, replace(row, first_failed_at=first))
-        return True
 
     async def get(
         self, dead_letter_id: int, tenant: str | None, *, for_update: bool = False

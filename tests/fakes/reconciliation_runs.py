@@ -22,7 +22,8 @@ class BreakRow:
 def recorded(db: FakeDatabase, run: RunRecord, breaks: Sequence[Break]) -> None:
     db.tables[RUNS][run.run_id] = run
     for entry in breaks:
-        db.tables[BREAKS][run.run_id, entry.tenant_id, entry.message_id] = BreakRow(run.run_id, entry)
+        key = (run.run_id, entry.tenant_id, entry.message_id, entry.correlation_id, entry.currency)
+        db.tables[BREAKS][key] = BreakRow(run.run_id, entry)
 
 
 class FakeReconciliationRuns:
@@ -40,7 +41,8 @@ class FakeReconciliationRuns:
     async def breaks(self, run_id: UUID, tenant_id: str | None, limit: int) -> list[Break]:
         found = [b.entry for b in self._rows() if b.run_id == run_id]
         mine = [b for b in found if tenant_id is None or b.tenant_id == tenant_id]
-        return sorted(mine, key=lambda b: (b.first_seen_at, b.message_id))[:limit]
+        # As PostgreSQL orders them: NULLs (a batch's control totals) after the messages.
+        return sorted(mine, key=lambda b: (b.first_seen_at, b.message_id is None, str(b.message_id)))[:limit]
 
     async def break_counts(self, run_ids: Sequence[UUID], tenant_id: str) -> dict[UUID, int]:
         return dict(Counter(b.run_id for b in self._rows() if b.run_id in run_ids and b.entry.tenant_id == tenant_id))

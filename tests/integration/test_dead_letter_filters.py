@@ -2,6 +2,8 @@
 the caller's scope, on PostgreSQL and on the in-memory fakes alike; another tenant's values are never
 offered. (The CLI and HTTP answers: test_dlq_cli.py, test_admin_dead_letters.py.)"""
 
+from uuid import UUID
+
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -9,6 +11,7 @@ from app.admin.scope import uow_for
 from app.deadletters.operations import Filters, check_known, find
 from app.errors import UsageError
 from app.resources import uow_factory_for
+from app.storage.ports.dead_letters import DeadLetterFilter
 from app.storage.unit_of_work import UnitOfWorkFactory
 from tests.fakes.database import FakeDatabase
 from tests.fakes.unit_of_work import fake_uow_factory
@@ -27,8 +30,15 @@ def uow(request: pytest.FixtureRequest, app_engine: AsyncEngine, system_engine: 
 async def test_recent_values_are_distinct_newest_first_and_scoped(uow: UnitOfWorkFactory) -> None:
     ours, theirs = new_tenant_id(), new_tenant_id()
     old, new = make_wire_dict(tenant_id=ours), make_wire_dict(tenant_id=ours)
-    for wire in (old, new, old, make_wire_dict(tenant_id=theirs)):
+    old_id = UUID(old["message_id"])
+    for wire in (old, new):
         await file_as_consumer(uow, wire)
+    async with uow() as u:
+        [replayed] = [
+            r for r in await u.dead_letters.newest(DeadLetterFilter(tenant=ours), 10) if r.message_id == old_id
+        ]
+    await file_as_consumer(uow, old, replay_of=replayed.dead_letter_id)  # its replay failed
+    await file_as_consumer(uow, make_wire_dict(tenant_id=theirs))
     async with uow(ours) as u:
         batches = await u.dead_letters.recent_values("batch", ours, 10)
         tenants = await u.dead_letters.recent_values("tenant", ours, 10)

@@ -33,7 +33,7 @@ pytestmark = pytest.mark.integration
 
 
 async def archived(uow: UnitOfWorkFactory, wire: dict[str, Any], reason: str = "retries_exhausted") -> int:
-    """Store a consumer-style dead letter for `wire` (a new failure event each call); return its id."""
+    """Store a consumer-style dead letter for `wire` (a payment's first failure); return its id."""
     return await archive_as_consumer(uow, wire, reason)
 
 
@@ -113,11 +113,11 @@ async def test_the_replay_budget_refuses_after_the_limit(
     wire = make_wire_dict(tenant_id=tenant)
     policy = replay_policy(budget=2)
     user = login_of(settings.amqp_url)
+    dead = await archived(uow_factory, wire)
     for _ in range(2):  # no consumer: each replay "fails again" as a new dead letter of the same message
-        dead = await archived(uow_factory, wire)
         [ok] = await replay_dead_letters(uow_factory, publisher, request(dead), user_id=user, policy=policy)
         assert ok.action == "replayed"
-    dead = await archived(uow_factory, wire)
+        dead = await archive_as_consumer(uow_factory, wire, "retries_exhausted", replay_of=dead)
     [refused] = await replay_dead_letters(uow_factory, publisher, request(dead), user_id=user, policy=policy)
     assert refused.action == "refused"
     assert "budget" in refused.detail

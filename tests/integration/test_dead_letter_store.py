@@ -93,21 +93,75 @@ async def test_the_same_dead_letter_delivered_twice_is_stored_once(
     event = consumer_headers(tenant, "retries_exhausted")
     for _ in range(2):
         await publish_dead_letter(channel, to_wire_bytes(wire), event, wire["message_id"])
-    # A third, later failure of the same message (after a replay) is a new event and a new row.
+    [first] = await wait_for_dead_letters(uow_factory, tenant, 1)
+    # A later failure of the same message after an operator replayed it is a new dead letter.
     await asyncio.sleep(0.01)
-    later = consumer_headers(tenant, "retries_exhausted")
+    later = consumer_headers(tenant, "retries_exhausted", **{headers.REPLAY_OF: first.dead_letter_id})
     await publish_dead_letter(channel, to_wire_bytes(wire), later, wire["message_id"])
 
     rows = await wait_for_dead_letters(uow_factory, tenant, 2)
     await asyncio.sleep(1.0)  # every chance for the duplicate to be (wrongly) stored
     rows = await dead_letters_of(uow_factory, tenant)
     assert len(rows) == 2
-    # The archiver stores concurrently, so either may be inserted first; both know when trouble began.
-    assert sorted(r.last_failed_at for r in rows) == [
+    assert [r.replay_of for r in rows] == [None, first.dead_letter_id]
+    assert [r.last_failed_at for r in rows] == [
         datetime.fromisoformat(event[headers.FAILED_AT]),
         datetime.fromisoformat(later[headers.FAILED_AT]),
     ]
     assert {r.first_failed_at for r in rows} == {datetime.fromisoformat(event[headers.FAILED_AT])}
+
+
+async def test_a_second_copy_of_a_failure_updates_the_first_dead_letter(
+    channel: AbstractChannel, uow_factory: UnitOfWorkFactory, settings: Settings, archiver: ServiceProcess
+) -> None:
+    """Issue 37 A: the consumer dead-letters a refusal again after a crash before its ack (a later remit-failed-at),
+    the broker expires a copy the relay published twice, and a retry's last copy reaches the delivery limit: every
+    one of them is the payment's first failure, one dead letter telling when it last failed."""
+    tenant = new_tenant_id()
+    wire = make_wire_dict(tenant_id=tenant)
+    body = to_wire_bytes(wire)
+    first = consumer_headers(tenant, "account_closed", **{headers.ATTEMPTS: 1})
+    await publish_dead_letter(channel, body, first, wire["message_id"])
+    [row] = await wait_for_dead_letters(uow_factory, tenant, 1)
+    await asyncio.sleep(0.01)
+    again = consumer_headers(tenant, "account_closed", **{headers.ATTEMPTS: 3})
+    await publish_dead_letter(channel, body, again, wire["message_id"])
+
+    async def updated() -> bool:
+        [now] = await dead_letters_of(uow_factory, tenant)
+        return bool(now.attempts == 3)
+
+    await eventually(updated)
+    [merged] = await dead_letters_of(uow_factory, tenant)
+    assert merged.dead_letter_id == row.dead_letter_id
+    assert (merged.reason, merged.error_type, merged.status) == ("account_closed", row.error_type, "open")
+    assert merged.first_failed_at == datetime.fromisoformat(first[headers.FAILED_AT])
+    assert merged.last_failed_at == datetime.fromisoformat(again[headers.FAILED_AT])
+
+    # The broker's copies of another payment (x-death only): published twice, expired twice, one dead letter.
+    await route_tenant(settings.amqp_url, tenant, "basic")  # routed, never registered: no consumer runs
+    expiring = make_wire_dict(tenant_id=tenant)
+    exchange = await channel.get_exchange(settings.exchange)
+    for _ in range(2):
+        copy = aio_pika.Message(
+            to_wire_bytes(expiring),
+            message_id=expiring["message_id"],
+            headers={headers.TENANT: tenant},
+            expiration=timedelta(milliseconds=1),
+            delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+        )
+        await exchange.publish(copy, routing_key=f"{tenant}.payment")
+        await asyncio.sleep(1.1)  # x-death times have one-second resolution: a copy of its own time
+
+    async def both_expired() -> bool:
+        rows = [r for r in await dead_letters_of(uow_factory, tenant) if str(r.message_id) == expiring["message_id"]]
+        return len(rows) > 1 or (len(rows) == 1 and rows[0].last_failed_at > rows[0].first_failed_at)
+
+    await eventually(both_expired)
+    rows = await dead_letters_of(uow_factory, tenant)
+    assert sorted(str(r.message_id) for r in rows) == sorted([wire["message_id"], expiring["message_id"]])
+    [expired] = [r for r in rows if str(r.message_id) == expiring["message_id"]]
+    assert expired.reason == "expired"
 
 
 async def test_archiver_killed_mid_stream_loses_and_doubles_nothing(

@@ -29,6 +29,7 @@ _require_pyspark()
 
 from pyspark.sql import SparkSession  # noqa: E402
 
+import tests.hypothesis_profiles  # noqa: E402, F401  (mutmut runs the driver's tests here: its `mutation` profile)
 from app.storage.tables import metadata as app_metadata  # noqa: E402
 from reconciliation.job import build_spark  # noqa: E402
 from reconciliation.tables import metadata as recon_metadata  # noqa: E402

@@ -35,6 +35,9 @@ def message_status(key: Key, rows: Rows, as_of: datetime, grace: timedelta, thre
     core_ids = [r["core_transfer_id"] for r in pm if r.get("core_transfer_id")]
     # The core's transfers under the key: those by the as-of time, or later ones remit already recorded.
     core = [r for r in _of("core_journal", key, rows) if r["booked_at"] <= as_of or core_ids] if three_way else []
+    # Two transfers under one key, whenever the core booked them: the core moved the money twice, whatever else.
+    if three_way and len({r["transfer_id"] for r in _of("core_journal", key, rows)}) > 1:
+        return "core_duplicate"
     if (led or core_ids) and accepted is None:
         return "unexpected"
     accepted_money = (accepted or {}).get("amount_cents"), (accepted or {}).get("currency")
@@ -74,13 +77,19 @@ def statuses(rows: Rows, as_of: datetime, grace: timedelta, three_way: bool = Fa
     return {k: message_status(k, rows, as_of, grace, three_way) for k in keys}
 
 
-BREAKS = ("unexpected", "mismatch", "duplicate", "core_only", "remit_only", "core_mismatch", "missing")
+BREAKS = (
+    "core_duplicate",
+    "unexpected",
+    "mismatch",
+    "duplicate",
+    "core_only",
+    "remit_only",
+    "core_mismatch",
+    "missing",
+)
 
 
-def group_states(
-    rows: Rows, totals: list[dict[str, Any]], as_of: datetime, grace: timedelta, three_way: bool = False
-) -> dict[Group, str]:
-    """State per (correlation_id, tenant_id, currency) for accepted or unexpected messages and control totals."""
+def _group_counts(rows: Rows, as_of: datetime, grace: timedelta, three_way: bool) -> dict[Group, dict[str, int]]:
     by_key = statuses(rows, as_of, grace, three_way)
     first_booking: dict[Key, dict[str, Any]] = {}
     for r in sorted(rows["ledger"], key=lambda r: r["booked_at"]):
@@ -97,16 +106,35 @@ def group_states(
         if accepted is not None and accepted.get("source") != "amqp":  # direct publishes have no file totals
             counts[key]["accepted"] += 1
             counts[key]["accepted_cents"] += src["amount_cents"]
+    return counts
+
+
+def totals_agree(
+    rows: Rows, totals: list[dict[str, Any]], as_of: datetime, grace: timedelta, three_way: bool = False
+) -> dict[Group, bool]:
+    """Per group: whether its control totals agree with what was accepted from its file."""
+    counts = _group_counts(rows, as_of, grace, three_way)
     totals_by_key = {(t["correlation_id"], t["tenant_id"], t["currency"]): t for t in totals}
-    states: dict[Group, str] = {}
+    agree: dict[Group, bool] = {}
     for key in set(counts) | set(totals_by_key):
         c, t = counts[key], totals_by_key.get(key)
         if t is None:
-            totals_ok = c["accepted"] == 0
+            agree[key] = c["accepted"] == 0
         else:
-            totals_ok = (t["accepted_count"], t["accepted_cents"]) == (c["accepted"], c["accepted_cents"]) and (
+            agree[key] = (t["accepted_count"], t["accepted_cents"]) == (c["accepted"], c["accepted_cents"]) and (
                 t["control_count"] in (None, t["accepted_count"]) and t["control_cents"] in (None, t["accepted_cents"])
             )
+    return agree
+
+
+def group_states(
+    rows: Rows, totals: list[dict[str, Any]], as_of: datetime, grace: timedelta, three_way: bool = False
+) -> dict[Group, str]:
+    """State per (correlation_id, tenant_id, currency) for accepted or unexpected messages and control totals."""
+    counts = _group_counts(rows, as_of, grace, three_way)
+    states: dict[Group, str] = {}
+    for key, totals_ok in totals_agree(rows, totals, as_of, grace, three_way).items():
+        c = counts[key]
         broken = any(c[s] for s in BREAKS) or not totals_ok
         states[key] = "BREAKS" if broken else "PENDING" if c["in_flight"] else "RECONCILED"
     return states

@@ -161,3 +161,32 @@ def test_two_way_detail_lines(spark: SparkSession, tmp_path: Path) -> None:
         mid(4): ("missing", "no terminal state; expired 2025-05-01T00:00:00Z"),
         mid(5): ("missing", "idempotency record without ledger row or dead letter"),
     }
+
+
+def test_a_key_booked_twice_in_the_core_is_a_break_duplicate_count_counts(spark: SparkSession, tmp_path: Path) -> None:
+    # Issue 37, B: a core that booked keys twice left duplicate_count at 0 and the batch RECONCILED where remit's
+    # record named one of the two transfers.
+    snap = (
+        Snapshot()
+        .accept(1, amount=500).recorded_in_core(1, "T1").core(1, "T1", amount=500)
+        .core(1, "T1-again", amount=500, at=timedelta(minutes=30))
+        .accept(2, amount=600).book(2, amount=600).book(2, amount=600)
+        .accept(3, amount=700).recorded_in_core(3, "T3").core(3, "T3", amount=700)
+    )  # fmt: skip
+
+    result = run(spark, snap, tmp_path)
+
+    assert result.result == "BREAKS"
+    [row] = result.summary.to_pylist()
+    counts = {k: row[k] for k in ("core_duplicate_count", "core_duplicate_cents", "duplicate_count", "duplicate_cents",
+                                  "processed_count", "core_booked_count", "break_count")}  # fmt: skip
+    assert counts == {"core_duplicate_count": 1, "core_duplicate_cents": 500, "duplicate_count": 2,
+                      "duplicate_cents": 1100, "processed_count": 1, "core_booked_count": 1,
+                      "break_count": 2}  # fmt: skip
+    assert result.message_count == 3  # each message once, though duplicate_count counts the core's too
+    lines = zip(*(result.breaks[c].to_pylist() for c in ("message_id", "status", "detail")), strict=True)
+    assert {message_id: (status, detail) for message_id, status, detail in lines} == {
+        mid(1): ("core_duplicate", "2 transfers in the core's journal under one key (the largest 500 AUD); accepted "
+                 "500 AUD"),
+        mid(2): ("duplicate", "2 ledger rows for one message"),
+    }  # fmt: skip

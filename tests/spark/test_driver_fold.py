@@ -68,16 +68,19 @@ def _reference(raw: pa.Table) -> dict[tuple[str | None, ...], dict[str, Any]]:
             continue
         kinds = [status, *["accepted"] * (row["origin"] is not None), *["amqp"] * (row["origin"] == st.ORIGIN_AMQP)]
         kinds += ["core_booked"] * bool(row["in_core"] and status == st.PROCESSED)
+        kinds += [st.DUPLICATE] * (status == st.CORE_DUPLICATE)  # money moved more than once, in the core
         for kind in kinds:
             g[f"{kind}_count"] += n
             g[f"{kind}_cents"] += cents
     for g in groups.values():
-        g["break_count"] = sum(g[f"{b}_count"] for b in st.BREAK_STATUSES)
+        # duplicate_count holds core_duplicate's too: each broken message once.
+        g["break_count"] = sum(g[f"{b}_count"] for b in st.BREAK_STATUSES) - g["core_duplicate_count"]
         files = (g["accepted_count"] - g["amqp_count"], g["accepted_cents"] - g["amqp_cents"])
         declared = (g["totals_accepted_count"], g["totals_accepted_cents"])
         controls_agree = g["control_count"] in (None, declared[0]) and g["control_cents"] in (None, declared[1])
         g["totals_ok"] = files[0] == 0 if not g.pop("totals") else declared == files and controls_agree
-        broken = g["break_count"] > 0 or not g["totals_ok"]
+        g["break_count"] += not g["totals_ok"]  # the totals' own break
+        broken = g["break_count"] > 0
         g["state"] = st.BREAKS if broken else st.PENDING if g["in_flight_count"] else st.RECONCILED
     for key, g in groups.items():
         g["batch_state"] = st.worst_state([h["state"] for k, h in groups.items() if k[:2] == key[:2]])
@@ -154,8 +157,83 @@ def test_a_batch_reconciles_when_its_file_totals_agree_with_what_was_accepted(
         ((1, 10, 100), {"status": st.PROCESSED, "origin": st.ORIGIN_FILE, "messages": 1, "cents": c}) for c in (10, 20)
     ]
     totals = {(1, 10, 100): {"totals_accepted_count": 2, "totals_accepted_cents": 30, **control}}
-    (row,) = _folded(_raw(paid, totals)).values()
-    assert (row["totals_ok"], row["state"]) == (ok, st.RECONCILED if ok else st.BREAKS)
+    result = split_result(_raw(paid, totals), NAMES, AS_OF, {})
+    [row] = result.summary.to_pylist()
+    assert (row["totals_ok"], row["state"], row["break_count"]) == (ok, st.RECONCILED if ok else st.BREAKS, int(not ok))
+    # A break of its own, as a message's is: a row naming the batch, the currency and what disagrees.
+    assert result.breaks.num_rows == int(not ok)
+
+
+def test_control_totals_that_disagree_are_a_break_row_naming_the_batch_currency_and_what_disagrees() -> None:
+    # Issue 37, item 4: a CSV whose control record said 5 payments / 9,999 cents over 2 rows / 3,000 cents gave
+    # BREAKS with breaks.csv empty and "0 breaks" everywhere.
+    paid = [
+        ((1, 10, 100), {"status": st.PROCESSED, "origin": st.ORIGIN_FILE, "messages": 1, "cents": c})
+        for c in (1_000, 2_000)
+    ]
+    direct = ((1, 10, 100), {"status": st.PROCESSED, "origin": st.ORIGIN_AMQP, "messages": 1, "cents": 7})
+    lying = {"totals_accepted_count": 2, "totals_accepted_cents": 3_000, "control_count": 5, "control_cents": 9_999}
+    unrecorded = ((2, 11, 101), {"status": st.IN_FLIGHT, "origin": st.ORIGIN_FILE, "messages": 1, "cents": 40})
+    result = split_result(_raw([*paid, direct, unrecorded], {(1, 10, 100): lying}), NAMES, AS_OF, {})
+
+    assert result.breaks.to_pylist() == [
+        {"message_id": None, "correlation_id": "batch-1", "tenant_id": "tenant-a", "currency": "AUD",
+         "status": st.CONTROL_TOTALS, "amount_cents": 3_000,
+         "detail": "control totals disagree: the file's control record says 5 payment(s) / 9,999 cents; batch "
+                   "totals 2 payment(s) / 3,000 cents; the outbox holds 2 payment(s) / 3,000 cents from the file"},
+        {"message_id": None, "correlation_id": "batch-2", "tenant_id": "tenant-b", "currency": "USD",
+         "status": st.CONTROL_TOTALS, "amount_cents": 40,
+         "detail": "control totals missing: no batch totals recorded for the 1 payment(s) / 40 cents accepted from "
+                   "its file"},
+    ]  # fmt: skip
+    assert [r["break_count"] for r in result.summary.to_pylist()] == [1, 1]
+    assert result.result == st.BREAKS
+
+
+@pytest.mark.parametrize(
+    ("control", "said"),
+    [
+        # Only the accepted totals disagree with the outbox: the file stated none of its own.
+        ({"totals_accepted_count": 3, "totals_accepted_cents": 30, "control_count": None, "control_cents": None}, ""),
+        # A file may state a count without a sum (pain.001's CtrlSum is optional), or the other way round.
+        ({"totals_accepted_count": 2, "totals_accepted_cents": 30, "control_count": 3, "control_cents": None},
+         "the file's control record says 3 payment(s) / ? cents; "),
+        ({"totals_accepted_count": 2, "totals_accepted_cents": 30, "control_count": None, "control_cents": 31},
+         "the file's control record says ? payment(s) / 31 cents; "),
+    ],
+)  # fmt: skip
+def test_a_totals_break_says_which_totals_were_stated(control: dict[str, int | None], said: str) -> None:
+    paid = [
+        ((1, 10, 100), {"status": st.PROCESSED, "origin": st.ORIGIN_FILE, "messages": 1, "cents": c}) for c in (10, 20)
+    ]
+    [line] = split_result(_raw(paid, {(1, 10, 100): control}), NAMES, AS_OF, {}).breaks.to_pylist()
+    accepted = f"{control['totals_accepted_count']} payment(s) / {control['totals_accepted_cents']} cents"
+    outbox = "the outbox holds 2 payment(s) / 30 cents from the file"
+    assert line["detail"] == f"control totals disagree: {said}batch totals {accepted}; {outbox}"
+
+
+def test_a_run_with_nothing_to_reconcile_is_reconciled_and_exits_0() -> None:
+    result = split_result(_raw([], {}), NAMES, AS_OF, {})
+    assert (result.result, result.message_count, result.breaks.num_rows) == (st.RECONCILED, 0, 0)
+    assert [st.exit_code(s) for s in (st.RECONCILED, st.PENDING, st.BREAKS)] == [0, 0, 2]
+
+
+def test_a_batch_is_as_bad_as_its_worst_currency_whatever_their_order() -> None:
+    broken = ((1, 10, 101), {"status": st.MISSING, "origin": st.ORIGIN_AMQP, "messages": 1, "cents": 5, "break_hi": 1,
+                              "break_lo": 1})  # fmt: skip
+    waiting = ((1, 10, 102), {"status": st.IN_FLIGHT, "origin": st.ORIGIN_AMQP, "messages": 1, "cents": 5})
+    fine = ((1, 10, 100), {"status": st.PROCESSED, "origin": st.ORIGIN_AMQP, "messages": 1, "cents": 5})
+    other = ((2, 10, 100), {"status": st.PROCESSED, "origin": st.ORIGIN_AMQP, "messages": 1, "cents": 5})
+    names = {**NAMES, 102: "NZD"}
+    for rows in ([broken, waiting, fine, other], [fine, other, waiting, broken]):
+        summary = split_result(_raw(rows, {}), names, AS_OF, {}).summary.to_pylist()
+        states = {(r["correlation_id"], r["currency"]): (r["state"], r["batch_state"]) for r in summary}
+        assert states == {
+            ("batch-1", "AUD"): (st.RECONCILED, st.BREAKS),
+            ("batch-1", "NZD"): (st.PENDING, st.BREAKS),
+            ("batch-1", "USD"): (st.BREAKS, st.BREAKS),
+            ("batch-2", "AUD"): (st.RECONCILED, st.RECONCILED),
+        }
 
 
 _AND_IN_THE_CORE = "1 ledger row(s) and a transfer in the core for one message"
@@ -170,6 +248,8 @@ def _broken(status: str, **evidence: Any) -> Row:
 @pytest.mark.parametrize(
     ("row", "detail"),
     [
+        (_broken(st.CORE_DUPLICATE, n_core_transfers=2, c_amount=900, c_ccy_h=100, o_amount=900, o_ccy_h=100),
+         "2 transfers in the core's journal under one key (the largest 900 AUD); accepted 900 AUD"),
         (_broken(st.UNEXPECTED, n_ledger=1), "1 ledger row(s), no outbox row"),
         (_broken(st.MISMATCH, n_ledger=1, o_amount=900, o_ccy_h=100, l_amount=901, l_ccy_h=101),
          "outbox 900 AUD; 1 ledger row(s), first 901 USD"),
@@ -194,7 +274,8 @@ def _broken(status: str, **evidence: Any) -> Row:
     ],
 )  # fmt: skip
 def test_each_break_gets_a_detail_line_an_operator_can_act_on(row: Row, detail: str) -> None:
-    (line,) = split_result(_raw([row], {}), NAMES, AS_OF, {}).breaks.to_pylist()
+    agreeing = {(1, 10, 100): {"totals_accepted_count": 1, "totals_accepted_cents": 900}}  # the file's totals agree
+    (line,) = split_result(_raw([row], agreeing), NAMES, AS_OF, {}).breaks.to_pylist()
 
     assert line == {"message_id": "00000000-0000-4000-8000-000000000007", "correlation_id": "batch-1",
                     "tenant_id": "tenant-a", "currency": "AUD", "status": row[1]["status"], "amount_cents": 900,

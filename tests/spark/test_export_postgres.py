@@ -25,7 +25,8 @@ async def _seed(url: str) -> None:
     try:
         await conn.execute("INSERT INTO tenants (tenant_id, name) VALUES ('acme', 'Acme')")
         await conn.execute("INSERT INTO batches VALUES ('batch-1', 'acme', 'f.csv', repeat('a', 64), 4, 0, $1)", T0)
-        await conn.execute("INSERT INTO batch_totals VALUES ('batch-1', 'AUD', 'acme', 4, 1000, 4, 1000)")
+        # The file's control record said 5 payments / 1,250 cents over its 4 rows / 1,000 cents: a totals break.
+        await conn.execute("INSERT INTO batch_totals VALUES ('batch-1', 'AUD', 'acme', 4, 1000, 5, 1250)")
         for seq, mid in enumerate(MSG):
             await conn.execute(
                 "INSERT INTO outbox (message_id, tenant_id, correlation_id, seq, payment_reference, amount_cents,"
@@ -89,8 +90,8 @@ def test_export_reconcile_record(spark: SparkSession, database: str, tmp_path: P
 
     runs = asyncio.run(_fetch(database, "SELECT * FROM reconciliation_runs ORDER BY as_of"))
     assert [(r["result"], r["outbox_rows"], r["ledger_rows"], r["break_count"]) for r in runs] == [
-        ("BREAKS", 4, 1, 2),  # the bookings after as-of are not in the snapshot
-        ("BREAKS", 4, 2, 3),
+        ("BREAKS", 4, 1, 3),  # the bookings after as-of are not in the snapshot; the totals' break counts
+        ("BREAKS", 4, 2, 4),
     ]
     breaks = asyncio.run(
         _fetch(
@@ -100,7 +101,13 @@ def test_export_reconcile_record(spark: SparkSession, database: str, tmp_path: P
         )
     )
     first = {(b["tenant_id"], b["message_id"], b["status"]) for b in breaks if b["as_of"] == first_as_of}
-    assert first == {("acme", MSG[2], "missing"), ("acme", MSG[3], "missing")}
+    assert first == {("acme", MSG[2], "missing"), ("acme", MSG[3], "missing"), ("acme", None, "control_totals")}
+    [totals] = [b for b in breaks if b["message_id"] is None and b["as_of"] == first_as_of]
+    assert (totals["correlation_id"], totals["currency"], totals["amount_cents"]) == ("batch-1", "AUD", 1000)
+    assert totals["detail"] == (
+        "control totals disagree: the file's control record says 5 payment(s) / 1,250 cents; batch totals 4 "
+        "payment(s) / 1,000 cents; the outbox holds 4 payment(s) / 1,000 cents from the file"
+    )
     # The second run carries acme's first sightings forward (first_seen_at stays, age grows by a day);
     # zeta's break of the same message_id is zeta's own, first seen now.
     second = {(b["tenant_id"], b["message_id"]): b for b in breaks if b["as_of"] == second_as_of}
@@ -108,11 +115,13 @@ def test_export_reconcile_record(spark: SparkSession, database: str, tmp_path: P
         ("acme", MSG[2]): "missing",
         ("acme", MSG[3]): "missing",
         ("zeta", MSG[2]): "unexpected",
+        ("acme", None): "control_totals",
     }
     assert {k: (b["first_seen_at"], b["age"]) for k, b in second.items()} == {
         ("acme", MSG[2]): (first_as_of, timedelta(days=1)),
         ("acme", MSG[3]): (first_as_of, timedelta(days=1)),
         ("zeta", MSG[2]): (second_as_of, timedelta(0)),
+        ("acme", None): (first_as_of, timedelta(days=1)),  # the batch's totals, first seen in the first run
     }
     assert (tmp_path / "run2" / "summary.csv").exists()
     assert (tmp_path / "run2" / "breaks.parquet").exists()

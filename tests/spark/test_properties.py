@@ -10,7 +10,7 @@ from pyspark.sql import SparkSession
 
 from tests.spark.builders import AS_OF, GRACE, TTL, Snapshot, mid
 from tests.spark.helpers import run
-from tests.spark.oracle import BREAKS, batch_states, group_states, statuses
+from tests.spark.oracle import BREAKS, batch_states, group_states, statuses, totals_agree
 
 pytestmark = pytest.mark.spark
 
@@ -21,7 +21,10 @@ FATES = ("processed", "duplicate", "lost", "dead_lettered", "expired", "mismatch
          # an external core: its journal against remit's records, one kind of break each
          "core_booked", "core_booked_late", "core_in_doubt", "core_in_doubt_dead_lettered", "core_foreign",
          "core_late_unrecorded", "remit_only", "core_amount", "core_currency", "core_transfer_id",
-         "ledger_and_core", "core_booked_with_ledger")  # fmt: skip
+         "ledger_and_core", "core_booked_with_ledger",
+         # a core that books one key twice (issue 37, B): recorded once by remit, or not at all; and one transfer
+         # its export lists twice, which is not a second booking
+         "core_twice", "core_twice_unrecorded", "core_listed_twice")  # fmt: skip
 
 # Two tenants drawing message numbers from a small range: the same message_id often belongs to both, and
 # each tenant's copy must be reconciled as its own message.
@@ -75,10 +78,14 @@ def _build(lifecycles: list[Lifecycle], broken_totals: bool, three_way: bool) ->
             snap.book(n, amount=amount, ccy=ccy, corr=corr, tenant=tenant)
             snap.rows["processed_messages"].pop()
         if fate in ("core_booked", "core_booked_late", "remit_only", "core_amount", "core_currency",
-                    "core_transfer_id", "core_booked_with_ledger"):  # fmt: skip
+                    "core_transfer_id", "core_booked_with_ledger", "core_twice", "core_listed_twice"):  # fmt: skip
             snap.recorded_in_core(n, transfer, corr=corr, tenant=tenant)
         if fate in ("core_booked", "ledger_and_core", "core_in_doubt", "core_in_doubt_dead_lettered", "core_foreign",
-                    "core_booked_with_ledger"):  # fmt: skip
+                    "core_booked_with_ledger", "core_twice", "core_twice_unrecorded", "core_listed_twice"):  # fmt: skip
+            snap.core(n, transfer, amount, ccy, tenant)
+        if fate in ("core_twice", "core_twice_unrecorded"):  # the second transfer a while after the first
+            snap.core(n, f"{transfer}-again", amount, ccy, tenant, at=timedelta(minutes=30))
+        if fate == "core_listed_twice":
             snap.core(n, transfer, amount, ccy, tenant)
         if fate in ("core_booked_late", "core_late_unrecorded"):  # booked by the core just after the as-of time
             snap.core(n, transfer, amount, ccy, tenant, at=-timedelta(minutes=5))
@@ -119,9 +126,15 @@ def test_spark_agrees_with_the_oracle(
 
     expected = statuses(snap.rows, AS_OF, GRACE, three_way)
     assert result.three_way == three_way
-    found = zip(result.breaks["tenant_id"].to_pylist(), result.breaks["message_id"].to_pylist(), strict=True)
-    breaks = dict(zip(found, result.breaks["status"].to_pylist(), strict=True))
+    lines = result.breaks.to_pylist()
+    breaks = {(b["tenant_id"], b["message_id"]): b["status"] for b in lines if b["message_id"] is not None}
     assert breaks == {k: st for k, st in expected.items() if st in BREAKS}
+    # Control totals that disagree are a break row of their own, naming the batch and currency (issue 37, item 4).
+    agree = totals_agree(snap.rows, snap._batch_totals(), AS_OF, GRACE, three_way)
+    totals_lines = {(b["correlation_id"], b["tenant_id"], b["currency"]): b["status"] for b in lines
+                    if b["message_id"] is None}  # fmt: skip
+    assert totals_lines == {group: "control_totals" for group, ok in agree.items() if not ok}
+    assert result.breaks.num_rows == len(breaks) + len(totals_lines)
     for fate_status in ("processed", "dead_lettered", "expired", "in_flight"):
         want = sum(1 for st in expected.values() if st == fate_status)
         assert sum(result.summary[f"{fate_status}_count"].to_pylist()) == want, fate_status
@@ -137,6 +150,11 @@ def test_spark_agrees_with_the_oracle(
     assert {k for k, st in expected.items() if st is not None or k in in_remit} == in_remit
     direct = [(t, mid(n)) for fate, t, n, *_ in lifecycles if fate.startswith("direct_")]
     assert sum(result.summary["amqp_count"].to_pylist()) == len(direct)
-    in_both = ("core_booked", "core_booked_late", "direct_core", "core_booked_with_ledger")
+    in_both = ("core_booked", "core_booked_late", "direct_core", "core_booked_with_ledger", "core_listed_twice")
     booked_in_both = sum(1 for fate, *_ in lifecycles if fate in in_both)
     assert sum(result.summary["core_booked_count"].to_pylist()) == (booked_in_both if three_way else 0)
+    # Money moved more than once, in remit's ledger or in the core: duplicate_count counts both (the core's share
+    # in core_duplicate_count too).
+    twice = {st: sum(1 for v in expected.values() if v == st) for st in ("duplicate", "core_duplicate")}
+    assert sum(result.summary["core_duplicate_count"].to_pylist()) == twice["core_duplicate"]
+    assert sum(result.summary["duplicate_count"].to_pylist()) == twice["duplicate"] + twice["core_duplicate"]

@@ -184,6 +184,25 @@ def test_a_core_transfer_just_after_the_as_of_time_counts_only_for_what_remit_re
     _check(spark, snap, tmp_path, [(1, "processed", None), (2, "in_flight", None)])
 
 
+def test_a_key_the_core_booked_twice_is_a_core_duplicate_whatever_else_holds(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    # Issue 37, B: with one transfer per key assumed, these were processed (1), core_mismatch (2: the max() of
+    # the two amounts), core_only (3), in_flight (4) and core_only (5).
+    again = timedelta(minutes=30)
+    snap = (
+        Snapshot()
+        .accept(1).recorded_in_core(1, "T1").core(1, "T1").core(1, "T1-again", at=again)
+        .accept(2).recorded_in_core(2, "T2").core(2, "T2").core(2, "T2-again", amount=2000, at=again)
+        .accept(3).dead_letter(3, "retries_exhausted").core(3, "T3").core(3, "T3-again", at=again)
+        .accept(4).core(4, "T4").core(4, "T4-again", at=-timedelta(minutes=5))  # the second after the as-of time
+        .core(5, "T5").core(5, "T5-again")  # a key remit never accepted
+        .accept(6).recorded_in_core(6, "T6").core(6, "T6").core(6, "T6")  # one transfer the export listed twice
+    )  # fmt: skip
+    expected: list[tuple[int, str | None, str | None]] = [(n, "core_duplicate", None) for n in range(1, 6)]
+    _check(spark, snap, tmp_path, [*expected, (6, "processed", None)])
+
+
 def test_without_the_core_journal_a_recorded_core_transfer_is_processed(spark: SparkSession, tmp_path: Path) -> None:
     # The embedded ledger's deployments have no such records; a run without a core URL cannot check them.
     _check(spark, Snapshot().accept(1).recorded_in_core(1, "T1"), tmp_path, [(1, "processed", None)])

@@ -14,7 +14,7 @@ from pyspark.sql import SparkSession
 
 from reconciliation.config import RunConfig
 from reconciliation.job import export, finish, reconcile
-from tests.utils.corebank import CoreBank, open_account, transfer
+from tests.utils.corebank import CoreBank, dsn, open_account, transfer
 from tests.utils.services import eventually
 
 pytestmark = pytest.mark.spark
@@ -159,6 +159,66 @@ def test_three_way_against_the_reference_core(
     assert [tuple(r) for r in runs] == [("RECONCILED", 4), ("BREAKS", 6)]
     recorded = asyncio.run(_fetch(database, "SELECT status FROM reconciliation_breaks ORDER BY status"))
     assert [r["status"] for r in recorded] == ["core_mismatch", "core_only", "remit_only"]
+
+
+async def _book_again(core: CoreBank, idempotency_key: str) -> None:
+    """A second transfer under a key the core booked already: what a core that books one key twice holds. The
+    reference core cannot (a unique index on the key, rule 2 of docs/core-banking.md); its database, this test's
+    own, is made into one that can."""
+    conn = await asyncpg.connect(dsn(core.database_url))
+    try:
+        unique = await conn.fetchval(
+            "SELECT conname FROM pg_constraint WHERE conrelid = 'transfers'::regclass AND contype = 'u'"
+        )
+        await conn.execute(f'ALTER TABLE transfers DROP CONSTRAINT "{unique}"')
+        await conn.execute(
+            "INSERT INTO transfers (idempotency_key, status, amount_cents, currency, debtor_bsb, debtor_account,"
+            " creditor_bsb, creditor_account, reference, txid) SELECT idempotency_key, status, amount_cents, currency,"
+            " debtor_bsb, debtor_account, creditor_bsb, creditor_account, reference, txid_current() FROM transfers"
+            " WHERE idempotency_key = $1",
+            idempotency_key,
+        )
+    finally:
+        await conn.close()
+    async with core.client(timeout=30) as client:
+
+        async def exported() -> bool:
+            journal = (await client.get("/journal", params={"limit": 5000})).json()["transfers"]
+            return sum(1 for t in journal if t["idempotency_key"] == idempotency_key) == 2
+
+        await eventually(exported, timeout=120, poll=1)
+
+
+def test_a_core_that_books_one_key_twice_is_a_core_duplicate(
+    spark: SparkSession, database: str, core: CoreBank, tmp_path: Path
+) -> None:
+    """Issue 37, B: against a core written independently, keys booked twice were core_mismatch or processed, and
+    duplicate_count was 0."""
+    remit, now = Remit(database), datetime.now(UTC)
+    twice, once = asyncio.run(remit.batch("batch-3", [700, 800], now - timedelta(hours=1)))
+    ids = asyncio.run(_book(core, [(key(twice), 700), (key(once), 800)]))
+    for mid, amount in ((twice, 700), (once, 800)):
+        asyncio.run(remit.recorded(mid, "batch-3", ids[key(mid)]))
+        asyncio.run(remit.ledger(mid, "batch-3", amount))
+    asyncio.run(_book_again(core, key(twice)))
+
+    result, counts = _run(spark, database, core, tmp_path / "twice")
+
+    assert (result.result, counts["core_journal"]) == ("BREAKS", 3)
+    lines = zip(*(result.breaks[c].to_pylist() for c in ("message_id", "status", "detail")), strict=True)
+    assert {m: (status, detail) for m, status, detail in lines} == {
+        str(twice): ("core_duplicate", "2 transfers in the core's journal under one key (the largest 700 AUD); "
+                     "accepted 700 AUD"),
+    }  # fmt: skip
+    [row] = result.summary.to_pylist()
+    assert {k: row[k] for k in ("core_duplicate_count", "duplicate_count", "processed_count", "break_count")} == {
+        "core_duplicate_count": 1,
+        "duplicate_count": 1,
+        "processed_count": 1,
+        "break_count": 1,
+    }
+    recorded = asyncio.run(_fetch(database, "SELECT message_id::text, status FROM reconciliation_breaks"))
+    assert [tuple(r) for r in recorded] == [(str(twice), "core_duplicate")]
 
 
 async def _fetch(url: str, sql: str) -> list[asyncpg.Record]:

@@ -2,6 +2,7 @@
 
     python -m tests.support.run consumer --port 8123 --kill-after-commits 3
     python -m tests.support.run consumer --port 8123 --kill-after-core 2
+    python -m tests.support.run consumer --port 8123 --kill-after-dead-letters 5
     python -m tests.support.run relay --kill-after-publishes 1
 
 Settings come from the environment as always; only the hooks differ from `faststream run app.main:app` and
@@ -38,6 +39,9 @@ def main() -> None:
     consumer.add_argument(
         "--kill-after-core", type=int, metavar="N", help="after the core's N-th answer, before commit"
     )
+    consumer.add_argument(
+        "--kill-after-dead-letters", type=int, metavar="N", help="after its N-th dead letter is out, before the ack"
+    )
     relay = roles.add_parser("relay")
     relay.add_argument("--kill-after-publishes", type=int, metavar="N")
     args = parser.parse_args()
@@ -47,6 +51,9 @@ def main() -> None:
             core_banking=core_from_environment(),
             after_commit=kill_after("after commit, before ack", args.kill_after_commits),
             after_core=kill_after("after the core booked, before remit's commit", args.kill_after_core),
+            after_dead_letter=kill_after(
+                "after a dead letter was published, before its ack", args.kill_after_dead_letters
+            ),
         )
         app = create_app(settings, ports)
         anyio.run(app.run, logging.INFO, {"port": args.port})  # what `faststream run app.main:app --port N` does

@@ -1,12 +1,3 @@
-"""The `mutation` hypothesis profile, for `mutmut run` (pyproject.toml [tool.mutmut], docs/testing.md).
+"""The `mutation` hypothesis profile (tests/hypothesis_profiles.py), for `mutmut run`."""
 
-mutmut re-runs the tests that reach a mutant under its own tracing, many processes at once: generation is
-slower there than any deadline or health check expects. Derandomized, so a mutant is killed or survives
-the same way on every run, and with fewer examples so that a whole run takes minutes.
-"""
-
-from hypothesis import HealthCheck, settings
-
-settings.register_profile(
-    "mutation", max_examples=30, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
-)
+import tests.hypothesis_profiles  # noqa: F401  (registers the profile)

@@ -1,4 +1,4 @@
-"""Reading a dead letter: reason, failure event, dedup key and payment fields, never raising on odd input."""
+"""Reading a dead letter: reason, failure time, dedup key and payment fields, never raising on odd input."""
 
 import hashlib
 import json
@@ -82,13 +82,65 @@ def test_a_crash_loop_counts_its_deliveries() -> None:
     assert row_of(b"{}", raw)["attempts"] == 21
 
 
-def test_the_same_event_gives_the_same_dedup_key_and_a_later_event_another() -> None:
-    body = to_wire_bytes(make_wire_dict())
-    first = row_of(body, consumer_style(failed_at="2026-05-01T11:00:00+00:00"))
-    again = row_of(body, consumer_style(failed_at="2026-05-01T11:00:00+00:00"))
-    later = row_of(body, consumer_style(failed_at="2026-05-01T11:30:00+00:00"))
-    assert first["dedup_key"] == again["dedup_key"]
-    assert later["dedup_key"] != first["dedup_key"]
+def test_copies_of_one_failure_share_a_key_whenever_they_failed() -> None:
+    # Issue 37 A: the consumer killed between a refusal's dead letter and its ack dead-letters the redelivery again,
+    # with a later remit-failed-at; the core replays the same refusal. One failure, one dead letter.
+    wire = make_wire_dict(tenant_id="anz")
+    body = to_wire_bytes(wire)
+    first = row_of(body, consumer_style("account_closed", "2026-05-01T11:00:00+00:00"), wire["message_id"])
+    again = row_of(body, consumer_style("account_closed", "2026-05-01T11:00:00+00:00"), wire["message_id"])
+    later = row_of(body, consumer_style("account_closed", "2026-05-01T11:30:00+00:00"), wire["message_id"])
+    assert first["dedup_key"] == again["dedup_key"] == later["dedup_key"]
+    assert later["last_failed_at"] == datetime(2026, 5, 1, 11, 30, tzinfo=UTC)
+
+
+def test_the_brokers_copies_and_the_consumers_of_one_payment_share_a_key() -> None:
+    # Expired twice (a copy the relay published again), at the delivery limit, and the consumer's own verdict on
+    # a retry (its retry_count differs: the digest of what the payment moves does not).
+    wire = make_wire_dict(tenant_id="anz")
+    mid, tenant_user = wire["message_id"], "tenant-anz@prod"
+    keys = {
+        row_of(to_wire_bytes(wire), broker_style("expired", datetime(2026, 5, 1, 11, 0)), mid, tenant_user)[
+            "dedup_key"
+        ],
+        row_of(to_wire_bytes(wire), broker_style("expired", datetime(2026, 5, 1, 11, 5)), mid, tenant_user)[
+            "dedup_key"
+        ],
+        row_of(to_wire_bytes(wire), broker_style("delivery_limit", datetime(2026, 5, 1, 11, 6)), mid, tenant_user)[
+            "dedup_key"
+        ],
+        row_of(to_wire_bytes({**wire, "retry_count": 3}), consumer_style(), mid)["dedup_key"],
+    }
+    assert len(keys) == 1, keys
+
+
+def test_a_replays_failure_is_a_new_dead_letter_and_each_replay_its_own() -> None:
+    wire = make_wire_dict(tenant_id="anz")
+    body = to_wire_bytes(wire)
+    original = row_of(body, consumer_style("account_closed"), wire["message_id"])
+    replayed = row_of(body, {**consumer_style("account_closed"), headers.REPLAY_OF: 41}, wire["message_id"])
+    again = row_of(body, {**consumer_style("account_closed"), headers.REPLAY_OF: 42}, wire["message_id"])
+    assert replayed["replay_of"] == 41
+    assert len({original["dedup_key"], replayed["dedup_key"], again["dedup_key"]}) == 3
+    # Only a trusted publisher's remit-replay-of opens a new chain: a tenant's own is a claim.
+    forged = {**broker_style("expired", datetime(2026, 5, 1, 11, 0)), headers.REPLAY_OF: 41}
+    plain = broker_style("expired", datetime(2026, 5, 1, 11, 1))
+    tenant_user = "tenant-anz@prod"
+    claimed = row_of(body, forged, wire["message_id"], tenant_user)
+    assert claimed["replay_of"] is None
+    assert claimed["security_event"]  # a forged remit-* header is a security event: filed apart, by its reason
+    assert claimed["dedup_key"] != row_of(body, plain, wire["message_id"], tenant_user)["dedup_key"]
+
+
+def test_a_quarantined_copy_never_hides_in_an_ordinary_failure_of_the_same_payment() -> None:
+    wire = make_wire_dict(tenant_id="anz")
+    body = to_wire_bytes(wire)
+    refused = row_of(body, consumer_style("account_closed"), wire["message_id"])
+    mismatch = row_of(body, consumer_style("tenant_mismatch"), wire["message_id"])
+    assert (refused["security_event"], mismatch["security_event"]) == (False, True)
+    assert refused["dedup_key"] != mismatch["dedup_key"]
+    later = row_of(body, consumer_style("tenant_mismatch", "2026-05-01T11:59:30+00:00"), wire["message_id"])
+    assert later["dedup_key"] == mismatch["dedup_key"]
 
 
 def test_a_body_without_message_id_is_identified_by_its_hash() -> None:
@@ -100,11 +152,13 @@ def test_a_body_without_message_id_is_identified_by_its_hash() -> None:
 
 
 def test_without_reason_or_time_the_reason_is_unknown_and_the_headers_name_the_event() -> None:
+    # No message_id: not a payment, so no attempt chain to follow; the failure event is the identity.
     row = row_of(b"x", {"seq": 1})
     other = row_of(b"x", {"seq": 2})
     assert row["reason"] == "unknown"
     assert row["last_failed_at"] == NOW
     assert row["dedup_key"] != other["dedup_key"]
+    assert row["dedup_key"] == row_of(b"x", {"seq": 1})["dedup_key"]
 
 
 def test_payment_fields_are_read_leniently() -> None:

@@ -11,8 +11,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from app.errors import LimitExceeded
-from app.storage.ports.tenants import Tenant
-from app.tenancy.limits import BatchLoad, Rates, admit, allowance, take_in_order
+from app.storage.ports.tenants import InFlight, Tenant
+from app.tenancy.limits import Allowance, BatchLoad, Rates, admit, allowance, take_in_order
 from tests.fakes.database import FakeDatabase
 from tests.fakes.outbox import accepted
 from tests.fakes.rate_buckets import TABLE as BUCKETS
@@ -128,6 +128,56 @@ async def test_the_allowance_counts_every_batch_in_flight() -> None:
     """Before the file is read its batch has no rows yet: every payment in flight is another batch's."""
     async with FakeUnitOfWork(_database(in_flight=4, in_this_batch=3), "acme") as uow:
         assert _payments((await allowance(uow, TENANT, NOW)).in_flight) == 7
+
+
+# ---------------------------------------------------------------- bytes in flight: the byte quota
+
+# A quota of 5 000 bytes with 4 000 bytes of bodies already in flight (8 of its 10 payments): 1 000 more fit.
+QUOTA = _tenant(max_bytes_in_flight=5_000)
+HOLDING = InFlight(payments=8, bytes=4_000)
+OVER_QUOTA = (
+    "tenant 'acme' has 4000 bytes of payments in flight; 1001 more would pass its quota of 5000 bytes. "
+    "Retry when some have been processed, or split the file."
+)
+
+
+@pytest.mark.parametrize("size", [999, 1_000])  # just below, at
+def test_a_batch_up_to_the_byte_quota_is_admitted(size: int) -> None:
+    Allowance(QUOTA, HOLDING).check(BatchLoad(1, size))
+
+
+def test_one_byte_over_the_byte_quota_refuses_the_batch() -> None:
+    with pytest.raises(LimitExceeded) as refused:
+        Allowance(QUOTA, HOLDING).check(BatchLoad(1, 1_001))
+    assert str(refused.value) == OVER_QUOTA
+    assert refused.value.retry_after == 30
+
+
+def test_the_byte_quota_holds_whatever_the_payments_and_the_payments_whatever_the_bytes() -> None:
+    # Two payments (10 in flight: at the limit) of 1 000 bytes (at the quota) pass; one more of either does not.
+    Allowance(QUOTA, HOLDING).check(BatchLoad(2, 1_000))
+    with pytest.raises(LimitExceeded, match="8 payments in flight; 3 more would pass its limit of 10"):
+        Allowance(QUOTA, HOLDING).check(BatchLoad(3, 1_000))
+    with pytest.raises(LimitExceeded, match="4000 bytes of payments in flight; 1001 more"):
+        Allowance(QUOTA, HOLDING).check(BatchLoad(2, 1_001))
+    # Bytes already in flight count as well as the batch's own: nothing in flight, 5 001 bytes alone are over.
+    with pytest.raises(
+        LimitExceeded, match="has 0 bytes of payments in flight; 5001 more would pass its quota of 5000"
+    ):
+        Allowance(QUOTA, InFlight(payments=0, bytes=0)).check(BatchLoad(1, 5_001))
+    Allowance(QUOTA, InFlight(payments=0, bytes=5_000)).check(BatchLoad(1, 0))
+
+
+@pytest.mark.parametrize(("size", "refused"), [(4_999, False), (5_000, False), (5_001, True)])
+async def test_admitting_a_batch_holds_it_to_the_byte_quota(size: int, refused: bool) -> None:
+    db = _database(in_flight=7)  # the fake outbox keeps no bodies: its payments weigh nothing
+    if refused:
+        with pytest.raises(LimitExceeded, match=f"0 bytes of payments in flight; {size} more would pass its quota"):
+            await _admit(db, 1, size, tenant=QUOTA)
+        assert db.rows(BUCKETS) == []  # refused: no token taken
+    else:
+        await _admit(db, 1, size, tenant=QUOTA)
+        assert _stored(db) == (119, 60_000 - size, NOW)
 
 
 # ---------------------------------------------------------------- burst: what one batch may hold

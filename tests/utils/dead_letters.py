@@ -53,22 +53,34 @@ def consumer_headers(tenant: str | None, reason: str, **extra: Any) -> dict[str,
 
 
 async def archive_as_consumer(
-    uow: UnitOfWorkFactory, wire: dict[str, Any], reason: str = "retries_exhausted", body: bytes | None = None
+    uow: UnitOfWorkFactory,
+    wire: dict[str, Any],
+    reason: str = "retries_exhausted",
+    body: bytes | None = None,
+    *,
+    replay_of: int | None = None,
 ) -> int:
     """Store a dead letter of `wire` (or of another `body` under its ids) as the archiver stores what the
-    consumer dead-letters (a new failure event each call); its id."""
-    await file_as_consumer(uow, wire, reason, body)
+    consumer dead-letters (a new failure each call: give `replay_of` for the same message again); its id."""
+    await file_as_consumer(uow, wire, reason, body, replay_of=replay_of)
     return int((await dead_letters_of(uow, wire["tenant_id"]))[-1].dead_letter_id)
 
 
 async def file_as_consumer(
-    uow: UnitOfWorkFactory, wire: dict[str, Any], reason: str = "retries_exhausted", body: bytes | None = None
+    uow: UnitOfWorkFactory,
+    wire: dict[str, Any],
+    reason: str = "retries_exhausted",
+    body: bytes | None = None,
+    *,
+    replay_of: int | None = None,
 ) -> None:
-    """archive_as_consumer through the ports alone (the in-memory fakes too), without reading its id back."""
-    await asyncio.sleep(0.002)  # remit-failed-at is unique per failure event
+    """archive_as_consumer through the ports alone (the in-memory fakes too), without reading its id back. The same
+    message again is a new dead letter only as the failure of a replay (`replay_of`, the dead letter replayed)."""
+    await asyncio.sleep(0.002)  # remit-failed-at is unique per failure
+    chain = {} if replay_of is None else {headers.REPLAY_OF: replay_of}
     incoming = IncomingDeadLetter(
         to_wire_bytes(wire) if body is None else body,
-        consumer_headers(wire["tenant_id"], reason),
+        consumer_headers(wire["tenant_id"], reason, **chain),
         wire["message_id"],
         wire["correlation_id"],
         user_id=SERVICE_LOGIN,

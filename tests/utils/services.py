@@ -183,13 +183,19 @@ class ServiceProcess:
         *,
         kill_after_commits: int | None = None,
         kill_after_core: int | None = None,
+        kill_after_dead_letters: int | None = None,
     ) -> "ServiceProcess":
         """`faststream run app.main:app`; with `kill_after_commits`, the same app through the test-only entry
         point, SIGKILLing itself after that many group commits, before their acks; with `kill_after_core`, after
-        that many bookings the core answered, before remit's commit; with a TEST_CORE_* variable in `env`,
+        that many bookings the core answered, before remit's commit; with `kill_after_dead_letters`, after that many
+        dead letters the broker confirmed, before their acks; with a TEST_CORE_* variable in `env`,
         through that entry point too, booking with the test-only core's failure rules."""
         port = port or free_port()
-        hooks = [("--kill-after-commits", kill_after_commits), ("--kill-after-core", kill_after_core)]
+        hooks = [
+            ("--kill-after-commits", kill_after_commits),
+            ("--kill-after-core", kill_after_core),
+            ("--kill-after-dead-letters", kill_after_dead_letters),
+        ]
         flags = [part for flag, n in hooks if n is not None for part in (flag, str(n))]
         if flags or any(name in env for name in TEST_CORE_VARIABLES):
             args = [*TEST_RUN, "consumer", "--port", str(port), *flags]

@@ -96,8 +96,10 @@ class OpenDeadLetters:
 
 class DeadLetters(Protocol):
     async def add(self, dead_letter: NewDeadLetter) -> bool:
-        """File a dead letter unless its dedup_key is filed already (then False): `already_processed` when its
-        payment_digest is its tenant's processed payment under its message_id, else `open`. Its first_failed_at becomes
+        """File a dead letter unless its dedup_key is filed already: then it is a copy of that failure, which
+        takes the later last_failed_at, the larger attempts and the earlier first_failed_at, and False. Filed
+        `already_processed` when its payment_digest is its tenant's processed payment under its message_id, else
+        `open`. Its first_failed_at becomes
         the earliest failure of its message (this one, or an earlier dead letter or attempt of the same
         tenant's message), on this row and on the message's other dead letters. Dead letters of one message
         are filed one at a time, so each sees the others' failure times."""

@@ -26,7 +26,7 @@ class RunRecord:
 
 @dataclass(frozen=True, slots=True)
 class Break:
-    message_id: UUID
+    message_id: UUID | None  # None: the batch x currency's control totals disagree (status control_totals)
     tenant_id: str | None
     correlation_id: str | None
     currency: str | None

@@ -34,18 +34,22 @@ class SqlDeadLetters:
     async def add(self, dead_letter: NewDeadLetter) -> bool:
         conn = self._connection
         message_id, tenant = dead_letter["message_id"], dead_letter.get("tenant_id")
-        if message_id is not None:
-            # Dead letters of one message arrive concurrently (a task per delivery); serialise them so each
-            # sees the others' failure times when it settles first_failed_at.
-            await conn.execute(_LOCK_MESSAGE, {"message": f"{tenant}|{message_id}"})
+        # Dead letters of one message arrive concurrently (a task per delivery); serialise them so each sees the
+        # others' failure times when it settles first_failed_at, and a second copy finds the first one filed.
+        await conn.execute(_LOCK_MESSAGE, {"message": f"{tenant}|{message_id or dead_letter['dedup_key']}"})
         first = (await conn.execute(_insert(dead_letter))).scalar_one_or_none()
-        if first is not None and message_id is not None:
+        filed = first is not None
+        if not filed:
+            # Another copy of the same failure (a crash before the ack, a replayed refusal, the broker's copy): one
+            # dead letter, which now says when the payment last failed and the most attempts any copy counted.
+            first = (await conn.execute(_merge(dead_letter))).scalar_one()
+        if message_id is not None:
             await conn.execute(
                 update(dead_letters)
                 .where(_same_message(message_id, tenant), dl.first_failed_at > first)
                 .values(first_failed_at=first)
             )
-        return first is not None
+        return filed
 
     async def get(
         self, dead_letter_id: int, tenant: str | None, *, for_update: bool = False
@@ -175,6 +179,21 @@ def _insert(dead_letter: NewDeadLetter) -> Any:
         insert(dead_letters)
         .values(**dead_letter, first_failed_at=first, status=_status(dead_letter))
         .on_conflict_do_nothing(index_elements=["dedup_key"])
+        .returning(dl.first_failed_at)
+    )
+
+
+def _merge(dead_letter: NewDeadLetter) -> Any:
+    """The copy's failure folded into the dead letter filed first: its reason, error, body and status stay."""
+    failed_at = literal(dead_letter["last_failed_at"], DateTime(timezone=True))
+    return (
+        update(dead_letters)
+        .where(dl.dedup_key == dead_letter["dedup_key"])
+        .values(
+            last_failed_at=func.greatest(dl.last_failed_at, failed_at),
+            first_failed_at=func.least(dl.first_failed_at, failed_at),
+            attempts=func.greatest(dl.attempts, int(dead_letter.get("attempts") or 0)),
+        )
         .returning(dl.first_failed_at)
     )
 

@@ -51,7 +51,8 @@ class SqlReconciliationRuns:
         query = select(*_BREAK).where(brk.run_id == run_id)
         if tenant_id is not None:
             query = query.where(brk.tenant_id == tenant_id)
-        found = await self._connection.execute(query.order_by(brk.first_seen_at, brk.message_id).limit(limit))
+        ordered = query.order_by(brk.first_seen_at, brk.message_id, brk.correlation_id, brk.currency)
+        found = await self._connection.execute(ordered.limit(limit))
         return [
             Break(
                 b.message_id,

@@ -5,7 +5,7 @@ import pytest
 from app.messaging import headers
 from tests.fakes.database import FakeDatabase
 from tests.support.core import FailureRules, RuledCore
-from tests.unit.consumer.harness import SERVICE_LOGIN, add_tenant, relayed, running_consumer
+from tests.unit.consumer.harness import SERVICE_LOGIN, add_tenant, direct, relayed, running_consumer
 from tests.utils.factories import make_message
 
 FLAKY = "555000111"  # a creditor account whose first attempts time out (the test-only core's flaky account)
@@ -87,3 +87,20 @@ async def test_the_retried_copy_is_booked_once_the_failure_has_passed(db: FakeDa
     record = consumer.record(payment)
     assert record is not None
     assert record.attempt == 2
+
+
+async def test_a_replays_retry_carries_the_dead_letter_it_replays_and_a_tenants_claim_does_not(
+    db: FakeDatabase,
+) -> None:
+    # Its failure at the end of the retries is then filed as the new failure it is, not folded into the dead letter
+    # it replayed (app/deadletters/incoming.py dedup_key).
+    tenant = (await add_tenant(db)).tenant_id
+    replay = make_message(tenant_id=tenant, creditor_account=FLAKY)
+    claimed = make_message(tenant_id=tenant, creditor_account=FLAKY)
+    chain = {headers.TENANT: tenant, headers.REPLAY_OF: 41}
+    async with running_consumer(db, RuledCore(FailureRules(flaky_accounts={FLAKY: 10}))) as consumer:
+        await consumer.deliver(relayed(replay, headers=chain), direct(claimed, headers=chain))
+
+    origins = {r.payment.message_id: r.origin for r in consumer.republisher.retried}
+    assert origins[replay.message_id][headers.REPLAY_OF] == 41
+    assert headers.REPLAY_OF not in origins[claimed.message_id]
