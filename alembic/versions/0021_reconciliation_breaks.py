@@ -7,8 +7,8 @@
   `break_id` of its own, a message's break stays unique per (run, tenant, message_id) and a batch's per (run,
   tenant, batch, currency).
 
-Revision ID: 0020_reconciliation_breaks
-Revises: 0019_already_processed
+Revision ID: 0021_reconciliation_breaks
+Revises: 0020_core_key_generations
 """
 
 from collections.abc import Sequence
@@ -17,8 +17,8 @@ import sqlalchemy as sa
 
 from alembic import op
 
-revision: str = "0020_reconciliation_breaks"
-down_revision: str | None = "0019_already_processed"
+revision: str = "0021_reconciliation_breaks"
+down_revision: str | None = "0020_core_key_generations"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
