@@ -81,8 +81,8 @@ def status(
 
     Warns (on stderr) when no relay is leading while accepted payments wait in the outbox for longer than
     REMIT_RELAY_BACKLOG_ALERT_SECONDS, and when rows the broker refused (unroutable) have waited that long.
-    Payments published directly over AMQP count under the correlation_id
-    they name, as accepted and processed once booked ("over amqp": how many of them).
+    Payments published directly over AMQP count under the correlation_id they name ("over amqp": how many of
+    them): as accepted and processed once booked, as accepted and dead-lettered once dead-lettered.
 
     Example: remit status --tenant anz --wait 60
     """
