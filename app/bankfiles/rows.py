@@ -28,11 +28,9 @@ class BankRow(RawRow):
     origin: Origin | None = None
 
 
-def rejected_row(
-    number: int, reasons: list[str], fields: Mapping[str, Any], origin: Origin | None = None, typed: bool = True
-) -> BankRow:
+def rejected_row(number: int, reasons: list[str], fields: Mapping[str, Any], origin: Origin | None = None) -> BankRow:
     """A row the reader already knows is wrong: validation rejects it with these reasons and its line number."""
-    return BankRow(number=number, fields={**fields, PARSE_ERROR: "; ".join(reasons)}, typed=typed, origin=origin)
+    return BankRow(number=number, fields={**fields, PARSE_ERROR: "; ".join(reasons)}, origin=origin)
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,9 @@ total record checked against the detail records (a wrong one refuses the file)."
 import pytest
 
 from app.bankfiles.aba import payment_reference
+from app.bankfiles.control_totals import DISAGREE
 from app.bankfiles.rows import PARSE_ERROR
+from app.bankfiles.streams import MAX_LINE_BYTES
 from app.errors import FileRefused
 from app.publisher.bulk_file import ControlTotal
 from tests.unit.bankfiles.conftest import Read
@@ -191,3 +193,93 @@ def test_line_ends_and_a_bom_do_not_change_the_rows(read: Read, transform: objec
 )
 def test_a_lodgement_reference_becomes_a_payment_reference(lodgement: str, reference: str) -> None:
     assert payment_reference(lodgement) == reference
+
+
+# ---------------------------------------------------------------- at the edges (what mutation testing asked for)
+
+
+def test_every_reason_a_detail_line_gives_in_full(read: Read) -> None:
+    """Each reason as the rejection shows it; a line with two faults gives both, in order."""
+    good = AbaDetail("062-000", "12345678", 100, "REF-1").record()
+    lines = [
+        _with(good, 40, "\u00e9"),
+        _with(good, 63, "INV#42            "),
+        _with(_with(good, 18, "Q"), 113, "0000000X"),
+        AbaDetail("033-000", "87654321", 100, "BALANCE", code="13").record(),
+        "2" + " " * 119,
+    ]
+    text = AbaFile().descriptive() + "\r\n" + "".join(line + "\r\n" for line in lines)
+    text += AbaFile([AbaDetail("062-000", "1", 100, "X")] * 4).file_total(count=4, credits=300, debits=100)
+    rows, _ = read(text.encode("latin-1"), "aba")
+    assert [(r.number, r.fields[PARSE_ERROR]) for r in rows] == [
+        (2, "the record has non-ASCII characters; ABA records are ASCII"),
+        (
+            3,
+            "the lodgement reference (positions 63-80) cannot be a payment_reference: it must start with a letter "
+            "or digit and hold only letters, digits, blanks, '_', '.', '/' and '-'",
+        ),
+        (
+            4,
+            "the indicator (position 18) must be blank, N, W, X or Y, not 'Q'; "
+            "the withholding tax (positions 113-120) must be digits",
+        ),
+        (5, "transaction code 13 is a debit (such as a self-balancing record): remit makes credits only"),
+        (6, "record type '2' is not 0, 1 or 7"),
+    ]
+
+
+def test_zero_cent_records_add_nothing_and_every_credit_and_debit_counts(read: Read) -> None:
+    """A credit and a debit of 0 cents, two debits: the totals are sums (0 adds 0), the credits counted one by one.
+    The file states 5 records, credits 150025, debits 300; remit is asked to pay 2 credits of 150025 cents."""
+    zero_credit = AbaDetail("062-000", "12345678", 0, "ZERO", code="50")
+    zero_debit = AbaDetail("033-000", "87654321", 0, "ZERO-DEBIT", code="13")
+    debits = [AbaDetail("033-000", "87654321", cents, f"D-{cents}", code="13") for cents in (100, 200)]
+    rows, summary = read(aba(PAY, zero_credit, zero_debit, *debits))
+    assert len(rows) == 5
+    assert summary.stated_count == 5
+    assert summary.controls == (ControlTotal("AUD", 2, 150025),)
+
+
+def test_a_file_without_credits_states_no_control_total(read: Read) -> None:
+    _, summary = read(aba(AbaDetail("033-000", "87654321", 100, "BALANCE", code="13")))
+    assert (summary.stated_count, summary.controls) == (1, ())
+    _, empty = read(aba())
+    assert (empty.stated_count, empty.controls) == (0, ())
+
+
+@pytest.mark.parametrize(
+    ("edit", "message", "code"),
+    [
+        (
+            lambda lines: [*lines[:2], AbaFile([PAY]).file_total(count=2)],
+            f"x.aba: {DISAGREE}: the file total record (line 3) says 2 detail records, credits 150025, debits 0, "
+            "net 150025 cents; the file has 1 detail records, credits 150025, debits 0, net 150025 cents",
+            "AM18",
+        ),
+        (
+            lambda lines: [*lines[:2], _with(lines[2], 21, "0000000001")],
+            "x.aba: the file total record (line 3) has net total 1, not credits minus debits (150025)",
+            "AM10",
+        ),
+        (
+            lambda lines: [*lines, lines[1]],
+            "x.aba: line 4 comes after the file total record (line 3); submit one ABA file at a time",
+            "FF01",
+        ),
+        (
+            lambda lines: [_with(lines[0], 75, "310225"), *lines[1:]],
+            "x.aba: the processing date (positions 75-80) on line 1 is not DDMMYY",
+            "FF01",
+        ),
+        (
+            lambda lines: [lines[0], "1" * (MAX_LINE_BYTES + 1), *lines[1:]],
+            f"x.aba: line 2 is longer than {MAX_LINE_BYTES} bytes; not a payment file",
+            "FF01",
+        ),
+    ],
+)
+def test_a_refused_aba_file_is_named_and_says_why(read: Read, edit: object, message: str, code: str) -> None:
+    lines = AbaFile([PAY]).text().split("\r\n")[:3]
+    with pytest.raises(FileRefused) as caught:
+        read(("\r\n".join(edit(lines)) + "\r\n").encode(), "aba", name="x.aba")  # type: ignore[operator]
+    assert (str(caught.value), caught.value.iso_code) == (message, code)

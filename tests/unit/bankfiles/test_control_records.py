@@ -55,6 +55,7 @@ def _csv(*lines: str) -> bytes:
         ({"currency": "AUD", "control_count": "1"}, False),
         # JSON Lines values: integers, never a bool, a float or a negative number.
         ({"currency": "AUD", "control_count": 2, "amount_cents": 3000}, True),
+        ({"currency": "AUD", "control_count": 0, "amount_cents": 0}, True),
         ({"currency": "AUD", "control_count": True, "amount_cents": 1}, False),
         ({"currency": "AUD", "control_count": 1, "amount_cents": 1.0}, False),
         ({"currency": "AUD", "control_count": 1, "amount_cents": -1}, False),
@@ -79,6 +80,30 @@ def test_a_number_too_long_is_named_by_its_digits() -> None:
     records = ControlRecords("f.csv")
     with pytest.raises(FileRefused, match="amount_cents has 19 digits; a number in a bank file has at most 18"):
         records.record(3, {"record_type": "control", "currency": "AUD", "control_count": "1", "amount_cents": "1" * 19})
+
+
+NEEDS = "a control record needs currency (3 capital letters), control_count and amount_cents (whole numbers)"
+
+
+@pytest.mark.parametrize(
+    ("count", "cents", "reason"),
+    [
+        ("1" * 19, "1", "control_count has 19 digits; a number in a bank file has at most 18"),
+        ("1", "1" * 19, "amount_cents has 19 digits; a number in a bank file has at most 18"),
+        ("one", "1", NEEDS),
+        ("x" * 20, "1", NEEDS),  # as long as a number too long, but no number: named as not one
+        ("-" + "1" * 19, "1", NEEDS),  # a sign is not a digit: negative, not too long
+        ("1", "1.5" + "0" * 17, NEEDS),
+    ],
+)
+def test_why_a_control_record_cannot_be_read(count: str, cents: str, reason: str) -> None:
+    fields = {"record_type": "control", "currency": "AUD", "control_count": count, "amount_cents": cents}
+    with pytest.raises(FileRefused) as caught:
+        ControlRecords("f.csv").record(10, fields)
+    assert str(caught.value) == (
+        f"f.csv: the control record on line 10 cannot be read ({reason}); "
+        "the file's totals cannot be checked, so nothing of the file was accepted"
+    )
 
 
 def test_a_row_that_is_not_a_control_record_is_a_payment_row_or_validations_to_reject() -> None:
@@ -131,10 +156,28 @@ def test_a_rejected_row_counts_with_the_amount_it_has(read: Read) -> None:
     assert summary.controls == (ControlTotal("AUD", 2, 1000),)
 
 
+def test_a_json_amount_that_is_not_an_integer_counts_as_a_payment_of_no_cents(read: Read) -> None:
+    """true is 1 to Python and 10.5 a number, but neither is an amount in cents: the rows count, their amounts
+    add nothing (validation rejects both rows)."""
+    lines = [
+        {"payment_reference": "P-1", "amount_cents": 1000, "currency": "AUD"},
+        {"payment_reference": "P-2", "amount_cents": True, "currency": "AUD"},
+        {"payment_reference": "P-3", "amount_cents": 10.5, "currency": "AUD"},
+        {"record_type": "control", "currency": "AUD", "control_count": 3, "amount_cents": 1000},
+    ]
+    rows, summary = read("".join(json.dumps(line) + "\n" for line in lines).encode(), "jsonl")
+    assert [r.number for r in rows] == [1, 2, 3]
+    assert summary.controls == (ControlTotal("AUD", 3, 1000),)
+
+
 def test_every_currency_of_the_rows_needs_its_control_record(read: Read) -> None:
     text = _csv(_row("P-1", "1000"), _row("U-1", "7", "USD"), _control("AUD", "1", "1000"))
-    with pytest.raises(FileRefused, match="states no control record for USD; it has 1 USD payments of 7 cents"):
-        read(text, "csv")
+    with pytest.raises(FileRefused) as caught:
+        read(text, "csv", name="b.csv")
+    assert str(caught.value) == (
+        f"b.csv: {DISAGREE}: the file states no control record for USD; it has 1 USD payments of 7 cents"
+    )
+    assert caught.value.iso_code == "AM18"  # a count the file does not state is a wrong count
 
 
 def test_a_control_record_for_a_currency_without_rows_says_zero(read: Read) -> None:
@@ -147,8 +190,12 @@ def test_a_control_record_for_a_currency_without_rows_says_zero(read: Read) -> N
 
 def test_one_control_record_per_currency(read: Read) -> None:
     text = _csv(_row("P-1", "1000"), _control("AUD", "1", "1000"), _control("AUD", "1", "1000"))
-    with pytest.raises(FileRefused, match="the control records on lines 3 and 4 both state AUD totals"):
-        read(text, "csv")
+    with pytest.raises(FileRefused) as caught:
+        read(text, "csv", name="b.csv")
+    assert str(caught.value) == (
+        "b.csv: the control records on lines 3 and 4 both state AUD totals; "
+        "the file's totals cannot be checked, so nothing of the file was accepted"
+    )
 
 
 def test_json_lines_control_records_read_the_same(read: Read) -> None:
@@ -161,8 +208,12 @@ def test_json_lines_control_records_read_the_same(read: Read) -> None:
     assert [r.number for r in rows] == [1]
     assert summary.controls == (ControlTotal("AUD", 1, 1000),)
     lying = line(payment) + line({**control, "control_count": 5, "amount_cents": 9999})
-    with pytest.raises(FileRefused, match=f"{DISAGREE}: the control record on line 2 says 5 AUD payments of 9999"):
-        read(lying.encode(), "jsonl")
+    with pytest.raises(FileRefused) as caught:
+        read(lying.encode(), "jsonl", name="w.jsonl")
+    assert str(caught.value) == (
+        f"w.jsonl: {DISAGREE}: the control record on line 2 says 5 AUD payments of 9999 cents; "
+        "the file has 1 AUD payments of 1000 cents"
+    )
     huge = line(payment) + '{"record_type": "control", "currency": "AUD", "control_count": 1' + "9" * 18 + "}\n"
     with pytest.raises(FileRefused, match=r"line 2 cannot be read \(control_count has 19 digits"):
         read(huge.encode(), "jsonl")

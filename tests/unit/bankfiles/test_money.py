@@ -102,3 +102,28 @@ def test_a_decimal_of_5000_digits_is_refused_without_echoing_it() -> None:
     with pytest.raises(AmountError) as refused:
         parse_decimal("1" * 5_000)
     assert str(refused.value) == f"amount '{'1' * 24}' is not a decimal number of at most 18 digits"
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("1" + "0" * 17, Decimal(10**17)),  # 18 digits
+        ("1" + "0" * 18, None),  # 19: trailing zeros of a whole number are digits of it
+        ("+" + "9" * 18, Decimal(10**18 - 1)),  # a plus sign is not a digit
+        ("+" + "9" * 19, None),
+        ("9" * 18 + ".000", Decimal(10**18 - 1)),  # a fraction's trailing zeros are not
+    ],
+)
+def test_the_digits_of_a_long_amount_are_the_digits_of_its_value(text: str, value: Decimal | None) -> None:
+    if value is not None:
+        assert parse_decimal(text) == value
+        return
+    with pytest.raises(AmountError, match="is not a decimal number of at most 18 digits"):
+        parse_decimal(text)
+
+
+@pytest.mark.parametrize("text", [None, "", "   "])
+def test_a_missing_amount_is_named_as_empty(text: str | None) -> None:
+    with pytest.raises(AmountError) as refused:
+        parse_decimal(text)
+    assert str(refused.value) == "amount '' is not a decimal number of at most 18 digits"

@@ -123,6 +123,20 @@ def test_a_read_given_up_half_way_leaves_no_child(tmp_path: Path, monkeypatch: p
     assert children() == []
 
 
+@pytest.mark.parametrize(("over", "expect_child"), [(0, True), (1, False)])
+def test_a_file_of_the_threshold_size_is_read_in_a_child(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, over: int, expect_child: bool
+) -> None:
+    path = tmp_path / "edge.xml"
+    path.write_bytes(many(3))
+    monkeypatch.setattr(bank_reader, "CHILD_MIN_BYTES", path.stat().st_size + over)
+    with BankFile(path) as bank:
+        rows = bank.rows()
+        next(rows)
+        assert bool(children()) is expect_child
+        rows.close()
+
+
 def test_small_files_are_read_here_and_large_ones_in_a_child(tmp_path: Path) -> None:
     # The switch is the file's size: under the threshold a child's start-up would cost more than it saves.
     small, large = tmp_path / "small.xml", tmp_path / "large.xml"

@@ -95,3 +95,76 @@ def test_a_json_number_of_more_than_18_digits_is_counted_never_converted(read: R
     assert at_bound == {"payment_reference": "P-3", "amount_cents": 999_999_999_999_999_999}
     assert PARSE_ERROR not in nested  # not an amount at all: the contract refuses the list, whose number stays unread
     assert repr(nested["amount_cents"]) == "[<a number of 19 digits>]"
+
+
+def test_csv_cells_are_trimmed_and_blank_cells_left_out(read: Read) -> None:
+    header = f"{HEADER},record_type,control_count"
+    rows, _ = read(f"{header}\n P-1 , 1500 ,AUD ,062-000,12345678,033-000,87654321,,\n".encode(), "csv")
+    assert [(r.number, r.fields, r.typed) for r in rows] == [
+        (
+            2,
+            {
+                "payment_reference": "P-1",
+                "amount_cents": "1500",
+                "currency": "AUD",
+                "debtor_bsb": "062-000",
+                "debtor_account": "12345678",
+                "creditor_bsb": "033-000",
+                "creditor_account": "87654321",
+            },
+            False,
+        )
+    ]
+
+
+COLUMNS = (
+    "The columns are: payment_reference, amount_cents, currency, debtor_bsb, debtor_account, creditor_bsb, "
+    "creditor_account (and, for control records, record_type and control_count)"
+)
+
+
+@pytest.mark.parametrize(
+    ("header", "problem"),
+    [
+        (HEADER.replace(",currency", ""), "missing currency"),
+        (f"{HEADER},fee_cents", "unexpected fee_cents"),
+        (f"{HEADER.replace(',currency', ',ccy')},fee_cents", "missing currency; unexpected ccy, fee_cents"),
+        (HEADER.replace(",currency,debtor_bsb", ""), "missing currency, debtor_bsb"),
+    ],
+)
+def test_a_wrong_csv_header_refuses_the_file_naming_each_column(read: Read, header: str, problem: str) -> None:
+    with pytest.raises(FileRefused) as caught:
+        read(f"{header}\n{ROW}\n".encode(), "csv", name="a.csv")
+    assert str(caught.value) == f"a.csv: the CSV header is wrong: {problem}. {COLUMNS}"
+
+
+def test_a_csv_header_with_the_control_columns_is_right(read: Read) -> None:
+    rows, _ = read(f"{HEADER},control_count,record_type\n{ROW},,\n".encode(), "csv")
+    assert [r.number for r in rows] == [2]
+
+
+def test_a_json_row_names_each_number_it_cannot_hold(read: Read) -> None:
+    key = "k" * 70  # a row's own key, named by its first 64 characters only
+    rows, _ = read(
+        b'{"payment_reference": "P-1", "amount_cents": ' + b"1" * 19 + b', "' + key.encode() + b'": ' + b"2" * 20 + b"}"
+    )
+    assert rows[0].fields == {
+        "payment_reference": "P-1",
+        PARSE_ERROR: "amount_cents has 19 digits; a number in a bank file has at most 18; "
+        f"{'k' * 64} has 20 digits; a number in a bank file has at most 18",
+    }
+
+
+def test_a_json_line_nested_past_the_parsers_depth_is_a_rejected_row(read: Read) -> None:
+    rows, _ = read(b'{"payment_reference": "P-1"}\n{"a": ' + b"[" * 5_000 + b"]" * 5_000 + b"}\n", "jsonl")
+    assert [(r.number, r.fields.get(PARSE_ERROR)) for r in rows] == [
+        (1, None),
+        (2, "not valid JSON: nested too deeply"),
+    ]
+
+
+@pytest.mark.parametrize(("fmt", "text"), [("csv", f"{HEADER}\n{ROW}\n"), ("jsonl", '{"a": 1}\n')])
+def test_a_refused_text_file_is_named(read: Read, fmt: str, text: str) -> None:
+    with pytest.raises(FileRefused) as caught:
+        read(text.encode() + b"\xe9\n", fmt, name="pay.txt")
+    assert str(caught.value) == f"pay.txt is not utf-8 text (line {text.count(chr(10)) + 1}); save it as UTF-8"

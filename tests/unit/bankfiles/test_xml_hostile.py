@@ -148,3 +148,43 @@ def test_a_header_in_the_wrong_place_is_refused_by_the_schema(read: Read) -> Non
     data = GOOD.replace(b"</CstmrCdtTrfInitn>", GroupHeader("M-2", 1).xml().encode() + b"</CstmrCdtTrfInitn>")
     with pytest.raises(FileRefused, match="does not conform"):
         read(data)
+
+
+def _comment(length: int) -> bytes:
+    return b"<!--" + b"x" * (length - 7) + b"-->"
+
+
+def _free_chunks(where: str, chunks: int) -> bytes:
+    """GOOD with a comment that leaves exactly `chunks` chunks read without the end of a header, block or
+    transaction: before the group header ends, between it and the first transaction's end, or after the last
+    block (to the end of the file). The ends either side sit mid-chunk, where the parser reports them."""
+    half = CHUNK_BYTES // 2
+    if where == "before the group header":
+        end = GOOD.index(b"</GrpHdr>") + len(b"</GrpHdr>") - 1
+        at = GOOD.index(b"<GrpHdr>")
+        return GOOD[:at] + _comment(chunks * CHUNK_BYTES + half - end) + GOOD[at:]
+    if where == "between two ends":
+        at = GOOD.index(b"</GrpHdr>") + len(b"</GrpHdr>")
+        assert at < half
+        end = GOOD.index(b"</CdtTrfTxInf>") + len(b"</CdtTrfTxInf>") - 1
+        return GOOD[:at] + _comment((chunks + 1) * CHUNK_BYTES + half - end) + GOOD[at:]
+    assert where == "after the last block"
+    assert len(GOOD) < half
+    return GOOD + _comment((chunks + 1) * CHUNK_BYTES - len(GOOD))
+
+
+@pytest.mark.parametrize("where", ["before the group header", "between two ends", "after the last block"])
+@pytest.mark.parametrize(("chunks", "refused"), [(MAX_UNIT_BYTES // CHUNK_BYTES, False), (17, True)])
+def test_the_unit_limit_is_its_chunks_exactly(read: Read, where: str, chunks: int, refused: bool) -> None:
+    """16 chunks (MAX_UNIT_BYTES) read without an element ending are allowed, a 17th is not: the count starts
+    at 0, restarts at 0 after each end, and the end of the file adds nothing."""
+    assert MAX_UNIT_BYTES // CHUNK_BYTES == 16
+    data = _free_chunks(where, chunks)
+    if not refused:
+        assert len(read(data, name="big.xml")[0]) == 3
+        return
+    with pytest.raises(FileRefused) as caught:
+        read(data, name="big.xml")
+    assert str(caught.value) == (
+        f"big.xml: a header or transaction runs past {MAX_UNIT_BYTES} bytes; not a payment file remit reads"
+    )
