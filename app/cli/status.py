@@ -2,20 +2,25 @@
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
+from decimal import Decimal
+from typing import Any
 
 import typer
 from rich.table import Table
 
 from app.cli.common import console, err_console, friendly_errors, run, with_uow
+from app.cli.listing import FORMAT, Format, keep, number, print_csv, print_json, print_table
 from app.cli.safe_console import line
 from app.known_filters import check_known
 from app.observability.relay_health import RelayState, relay_state
 from app.reporting.batch_summary import SummaryRow, batch_summary, recent_batches
 from app.settings import get_settings
 from app.storage.unit_of_work import UnitOfWorkFactory
+from contracts.amounts import amount_cell
 
 EXIT_STILL_IN_FLIGHT = 3
+SUMMARY_FIELDS = [*(f.name for f in fields(SummaryRow)), "in_flight"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,36 +41,45 @@ async def wait_until_settled(
 
 
 def summary_table(rows: list[SummaryRow]) -> Table:
-    table = Table(title="batches by currency (amounts in cents)")
-    for column in (
-        "tenant",
-        "batch",
-        "cur",
-        "accepted",
-        "cents",
-        "rejected",
-        "processed",
-        "cents",
-        "dead-lettered",
-        "in flight",
-        "over amqp",
-    ):
-        table.add_column(column, justify="left" if column in {"tenant", "batch", "cur"} else "right")
+    table = Table(
+        keep("tenant"),
+        keep("batch"),
+        keep("cur"),
+        number("accepted"),
+        number("amount (minor units)"),
+        number("rejected"),
+        number("processed"),
+        number("amount (minor units)"),
+        number("dead-lettered"),
+        number("in flight"),
+        number("over amqp"),
+        title="batches by currency (amounts in the currency's unit, ISO 4217, the minor units as stored beside them)",
+    )
     for r in rows:
         table.add_row(
             r.tenant_id,
             r.correlation_id,
             r.currency,
-            str(r.accepted),
-            str(r.accepted_cents),
-            str(r.rejected),
-            str(r.processed),
-            str(r.processed_cents),
-            str(r.dead_lettered),
-            str(r.in_flight),
-            str(r.amqp),
+            f"{r.accepted:,}",
+            amount_cell(r.accepted_cents, r.currency),
+            f"{r.rejected:,}",
+            f"{r.processed:,}",
+            amount_cell(r.processed_cents, r.currency),
+            f"{r.dead_lettered:,}",
+            f"{r.in_flight:,}",
+            f"{r.amqp:,}",
         )
     return table
+
+
+def summary_records(rows: list[SummaryRow]) -> list[dict[str, Any]]:
+    """A row per batch and currency, for json and csv: counts, and amounts in integer minor units."""
+    return [{**_whole(asdict(r)), "in_flight": int(r.in_flight)} for r in rows]
+
+
+def _whole(row: dict[str, Any]) -> dict[str, Any]:
+    # Totals summed by PostgreSQL arrive as whole Decimals (numeric): integers in JSON, as every other amount.
+    return {name: int(value) if isinstance(value, Decimal) else value for name, value in row.items()}
 
 
 @friendly_errors
@@ -76,6 +90,7 @@ def status(
     wait: float = typer.Option(
         0, "--wait", min=0, help="Seconds to wait until nothing is in flight; exit 3 if something still is."
     ),
+    fmt: Format = FORMAT,
 ) -> None:
     """Show accepted, rejected, processed and in-flight payments per batch and currency.
 
@@ -85,6 +100,7 @@ def status(
     they name, as accepted and processed once booked ("over amqp": how many of them).
 
     Example: remit status --tenant anz --wait 60
+             remit status --format csv > status.csv
     """
 
     async def go(uow: UnitOfWorkFactory) -> StatusView:
@@ -95,7 +111,12 @@ def status(
             return StatusView(rows, await relay_state(system.connection))
 
     view = run(with_uow(go))
-    console.print(summary_table(view.rows))
+    if fmt is Format.JSON:
+        print_json(console, summary_records(view.rows))
+    elif fmt is Format.CSV:
+        print_csv(console, SUMMARY_FIELDS, summary_records(view.rows))
+    else:
+        print_table(console, summary_table(view.rows))
     threshold = get_settings().relay_backlog_alert_seconds
     for problem in (view.relay.problem(threshold), view.relay.refusals(threshold)):
         if problem:
