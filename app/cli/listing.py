@@ -1,14 +1,14 @@
 """How `remit`'s listing commands print (status, dlq list/stats/audit, trace, reconcile, queues, tenants list):
 `--format table|json|csv`, and tables whose values survive any terminal, and no terminal at all.
 
-- **table** (the default), for people. A column is either values (`keep`: ids, batch ids, tenants, references,
-  currencies, states, numbers, times), never wrapped and never cut, or free text (`free`: errors, details,
-  notes), which wraps between words. Every column is at least as wide as its longest word (rich's `min_width`),
-  so no word, an id inside a sentence included, is split or shortened to `b…`. On a terminal the table fits the
-  terminal by wrapping free text; when even that is too wide the table is printed as wide as its values need
-  and the terminal folds the line: rich never splits an id that a person copies into the next command. Off a
-  terminal (cron, a pipe, a log file) every cell is on one line at the table's natural width, whatever COLUMNS
-  says: full values, one line per row, for grep.
+- **table** (the default), for people. Every column is at least as wide as its longest word, its header's
+  included (rich's `min_width`), so no word, and so no id, is ever split or shortened to `b…`; a column of
+  one-word values (ids, numbers) does not wrap (`no_wrap`), so rich narrows only the columns that can, between
+  words (a time, an amount beside its minor units, a detail, a note). On a terminal the table fits the terminal
+  that way; when even that is too wide it is printed as wide as its words need and the terminal folds the
+  line: rich never splits an id that a person copies into the next command. Off a terminal (cron, a pipe, a
+  log file) every cell is on one line at the table's natural width, whatever COLUMNS says: full values, one
+  line per row, for grep. `keep` (values) and `free` (prose) columns differ only in what they say they hold.
 - **json**: one JSON document (ids as strings, amounts as integer minor units beside their currency, times in
   ISO 8601). It always passes through app/terminal_text.py, whose escapes are JSON's own: the same values.
 - **csv**: a header row and a row per record, written by the csv module. A command that shows several tables
@@ -66,8 +66,7 @@ def chosen(fmt: Format, as_json: bool) -> Format:
 
 
 def keep(header: str, justify: Literal["left", "right"] = "left") -> Column:
-    """A column of values: ids, batch ids, tenants, states, numbers, times. Wraps only between words (a time's
-    date and hour), never inside one."""
+    """A column of values: ids, batch ids, tenants, states, numbers, times, amounts."""
     return Column(header, justify=justify, overflow="fold")
 
 
@@ -76,7 +75,7 @@ def number(header: str) -> Column:
 
 
 def free(header: str) -> Column:
-    """A column of free text: wraps between words; a word longer than the column is folded, never cut."""
+    """A column of free text: errors, details, notes."""
     return Column(header, overflow="fold")
 
 
