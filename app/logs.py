@@ -78,21 +78,29 @@ class TerminalSafe(logging.Filter):
         return True
 
 
-# aiormq logs each failed connect of a reconnecting connection as an ERROR (and a connection cut as a
-# WARNING with a traceback) while aio-pika logs the same event as one line of its own ("Connection attempt
-# ... failed ... Reconnecting after N seconds"): duplicates that turn a broker restart into a page of errors.
-# They go out at DEBUG, and so does aio-pika's line per try: every robust connection of remit's (its own and
-# FastStream's) is a BackingOffConnection, which logs the outage once per change of state
-# (app/messaging/reconnect.py).
-_RECONNECT_DUPLICATES = {
+# Library lines that go out at DEBUG, whatever level their library gave them:
+# - aiormq logs each failed connect of a reconnecting connection as an ERROR (and a connection cut as a WARNING with
+#   a traceback) while aio-pika logs the same event as one line of its own ("Connection attempt ... failed ...
+#   Reconnecting after N seconds"): duplicates that turn a broker restart into a page of errors. aio-pika's line per
+#   try goes too: every robust connection of remit's (its own and FastStream's) is a BackingOffConnection, which
+#   logs the outage once per change of state (app/messaging/reconnect.py);
+# - httpx logs every request it sends at INFO: each poll of RabbitMQ's management API (the queue gauges, every
+#   REMIT_QUEUE_METRICS_SECONDS) and each request to an external core. A failure is remit's to log, with what it
+#   means; httpcore's own lines are DEBUG already;
+# - alembic says which dialect it uses each time `/readyz` checks that migrations are at head.
+_DEMOTED = {
     "aiormq.connection": ("error when creating transport", "Cancelling cause reader exited abnormally"),
     "aio_pika.robust_connection": ("Connection attempt to",),
+    "httpx": ("HTTP Request:",),
+    "alembic.runtime.migration": ("Context impl ", "Will assume "),
 }
 
 
-class LibraryReconnectDuplicates(logging.Filter):
+class LibraryNoise(logging.Filter):
+    """The lines of _DEMOTED at DEBUG: shown only when the process logs at DEBUG."""
+
     def filter(self, record: logging.LogRecord) -> bool:
-        if not str(record.msg).startswith(_RECONNECT_DUPLICATES.get(record.name, ())):
+        if not str(record.msg).startswith(_DEMOTED.get(record.name, ())):
             return True
         record.levelno, record.levelname = logging.DEBUG, "DEBUG"
         return logging.getLogger().isEnabledFor(logging.DEBUG)
@@ -111,7 +119,7 @@ class MessageFields(logging.Filter):
 def configure_logging(level: str, fmt: str) -> None:
     """Every line to stderr, masked, with the message fields; `fmt` json or anything else for plain text."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.addFilter(LibraryReconnectDuplicates())
+    handler.addFilter(LibraryNoise())
     handler.addFilter(MaskAccounts())
     handler.addFilter(TerminalSafe())
     handler.addFilter(MessageFields())

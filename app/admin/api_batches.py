@@ -103,15 +103,16 @@ async def recent(
     tenant: TenantQuery = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 20,
 ) -> RecentBatches:
-    """The caller's most recent batch ids, newest first."""
+    """The caller's most recent batch ids, newest first (files', and those that direct AMQP publishes named)."""
     return RecentBatches(await recent_for(services, caller, tenant, limit))
 
 
-@router.get("/{correlation_id}", responses=errors(404))
-async def show(caller: ApiCaller, services: Services, correlation_id: str) -> BatchStatus:
+@router.get("/{correlation_id}", responses=errors(404, 409))
+async def show(caller: ApiCaller, services: Services, correlation_id: str, tenant: TenantQuery = None) -> BatchStatus:
     """Per currency: accepted, rejected at validation, processed, dead-lettered, in flight (amounts in
-    minor units)."""
-    return await batch_status(services, caller, correlation_id)
+    minor units). A batch of direct AMQP publishes (no file) is the correlation_id they name; 409 when several
+    tenants' direct publishes name it and an admin did not say which tenant."""
+    return await batch_status(services, caller, correlation_id, tenant)
 
 
 @router.get(

@@ -2,6 +2,7 @@
 start/stop/restart (admin keys only). The console's workers page uses the same two functions."""
 
 from dataclasses import asdict
+from datetime import UTC, datetime
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends
@@ -13,6 +14,7 @@ from app.admin.openapi import errors
 from app.admin.services import AdminServices
 from app.errors import Forbidden
 from app.messaging.topology import Topology
+from app.observability.core_breaker import MEANING, breaker_notice
 from app.tenancy.pool_operations import SYNC_SECONDS, Action, PoolStatus, apply_action, pool_status, tiers_of
 
 router = APIRouter(prefix="/admin/workers", tags=["workers"])
@@ -65,9 +67,22 @@ class PoolView(BaseModel):
         return cls(**asdict(row))
 
 
+class CoreBreakerView(BaseModel):
+    processes: int = Field(description="Consumer processes whose core-banking circuit breaker is open.")
+    since: datetime | None = Field(description="When the first of them opened (null: not recorded by that process).")
+    last_failures: list[str] = Field(
+        description="The kinds of failure that opened them (exception class, HTTP status)."
+    )
+    meaning: str = Field(description="What it means for payments, in words.")
+    message: str = Field(description="All of it in one sentence, as the console's banner and `remit status` say it.")
+
+
 class WorkerStatus(BaseModel):
     tenant_id: str | None = Field(description="The tenant the view is limited to; null for an admin key.")
     pools: list[PoolView]
+    core_breaker: CoreBreakerView | None = Field(
+        default=None, description="Set while a consumer's core-banking circuit breaker is open: the pools are paused."
+    )
 
 
 class ActionBody(BaseModel):
@@ -87,9 +102,16 @@ class ActionResult(BaseModel):
 @router.get("/status", responses=errors())
 async def workers_status(caller: ApiCaller, services: Services) -> WorkerStatus:
     """Worker pools with their desired state, live workers and queue depths. A tenant key sees its tier's
-    pool (shared with the other tenants of the tier) and its dedicated pool if it has one."""
+    pool (shared with the other tenants of the tier) and its dedicated pool if it has one. `core_breaker` is set
+    while a consumer's core-banking circuit breaker is open (what, since when, what it means)."""
     rows = await worker_status(services, caller)
-    return WorkerStatus(tenant_id=caller.tenant_id, pools=[PoolView.of(r) for r in rows])
+    now = datetime.now(UTC)
+    notice = await breaker_notice(services.system_uow, now)
+    breaker = None
+    if notice is not None:
+        message = notice.describe(now)
+        breaker = CoreBreakerView(**asdict(notice), meaning=MEANING, message=message[0].upper() + message[1:])
+    return WorkerStatus(tenant_id=caller.tenant_id, pools=[PoolView.of(r) for r in rows], core_breaker=breaker)
 
 
 @router.post("/action", responses=errors(400, 403, 413))

@@ -20,6 +20,7 @@ from app.bankfiles.status_report import ReportHeader, TransactionStatus, xml_tex
 
 MAX_TEXT = 105  # AddtlInf is Max105Text, repeatable
 MAX_TEXT_PARTS = 3
+ELLIPSIS = " …"  # ends the last part when the text was longer than the parts hold
 
 
 def write_pain002(sink: BinaryIO, header: ReportHeader, lines: Iterable[TransactionStatus], message: str) -> None:
@@ -80,7 +81,29 @@ def _reason(e: ElementMaker, code: str | None, detail: str | None) -> etree._Ele
     info = e.StsRsnInf()
     if code is not None:
         info.append(e.Rsn(e.Cd(code)))
-    text = xml_text(detail or "").strip()
-    for start in range(0, min(len(text), MAX_TEXT * MAX_TEXT_PARTS), MAX_TEXT):
-        info.append(e.AddtlInf(text[start : start + MAX_TEXT]))
+    for part in addtl_inf_parts(xml_text(detail or "")):
+        info.append(e.AddtlInf(part))
     return info
+
+
+def addtl_inf_parts(text: str) -> list[str]:
+    """`text` as at most MAX_TEXT_PARTS AddtlInf (Max105Text), each cut at the last space that fits, so that the
+    parts joined by spaces read as the text: a word is cut only when it is longer than a part. Text past the last
+    part is left out after a whole word and an ellipsis says so."""
+    parts: list[str] = []
+    rest = text.strip()
+    while rest and len(parts) < MAX_TEXT_PARTS:
+        part, rest = _cut(rest, MAX_TEXT)
+        parts.append(part)
+    if rest:
+        parts[-1] = _cut(parts[-1], MAX_TEXT - len(ELLIPSIS))[0] + ELLIPSIS
+    return parts
+
+
+def _cut(text: str, limit: int) -> tuple[str, str]:
+    """(the longest head of `text` of at most `limit` characters that ends before a space, the rest)."""
+    if len(text) <= limit:
+        return text, ""
+    space = text.rfind(" ", 1, limit + 1)  # a space right after the limit's last character still fits
+    at = space if space > 0 else limit
+    return text[:at].rstrip(), text[at:].lstrip()

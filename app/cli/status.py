@@ -3,6 +3,7 @@
 import asyncio
 import time
 from dataclasses import asdict, dataclass, fields
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -13,6 +14,7 @@ from app.cli.common import console, err_console, friendly_errors, run, with_uow
 from app.cli.listing import FORMAT, Format, keep, number, print_csv, print_json, print_table
 from app.cli.safe_console import line
 from app.known_filters import check_known
+from app.observability.core_breaker import BreakerNotice, breaker_notice
 from app.observability.relay_health import RelayState, relay_state
 from app.reporting.batch_summary import SummaryRow, batch_summary, recent_batches
 from app.settings import get_settings
@@ -27,6 +29,7 @@ SUMMARY_FIELDS = [*(f.name for f in fields(SummaryRow)), "in_flight"]
 class StatusView:
     rows: list[SummaryRow]
     relay: RelayState
+    breaker: BreakerNotice | None = None  # a consumer's core-banking circuit breaker is open
 
 
 async def wait_until_settled(
@@ -95,9 +98,10 @@ def status(
     """Show accepted, rejected, processed and in-flight payments per batch and currency.
 
     Warns (on stderr) when no relay is leading while accepted payments wait in the outbox for longer than
-    REMIT_RELAY_BACKLOG_ALERT_SECONDS, and when rows the broker refused (unroutable) have waited that long.
-    Payments published directly over AMQP count under the correlation_id
-    they name, as accepted and processed once booked ("over amqp": how many of them).
+    REMIT_RELAY_BACKLOG_ALERT_SECONDS, when rows the broker refused (unroutable) have waited that long, and
+    while a consumer's core-banking circuit breaker is open (since when, and what it means).
+    Payments published directly over AMQP count under the correlation_id they name ("over amqp": how many of
+    them): as accepted and processed once booked, as accepted and dead-lettered once dead-lettered.
 
     Example: remit status --tenant anz --wait 60
              remit status --format csv > status.csv
@@ -108,7 +112,8 @@ def status(
         batches = batch or await recent_batches(uow, tenant, last, with_direct=True)
         rows = [r for r in await wait_until_settled(uow, batches, wait) if tenant in (None, r.tenant_id)]
         async with uow() as system:  # the relay's state is every tenant's: the operator's system scope
-            return StatusView(rows, await relay_state(system.connection))
+            relay = await relay_state(system.connection)
+        return StatusView(rows, relay, await breaker_notice(uow, datetime.now(UTC)))
 
     view = run(with_uow(go))
     if fmt is Format.JSON:
@@ -118,11 +123,15 @@ def status(
     else:
         print_table(console, summary_table(view.rows))
     threshold = get_settings().relay_backlog_alert_seconds
-    for problem in (view.relay.problem(threshold), view.relay.refusals(threshold)):
+    breaker = view.breaker.describe(datetime.now(UTC)) if view.breaker else None
+    for problem in (view.relay.problem(threshold), view.relay.refusals(threshold), breaker):
         if problem:
             err_console.print(line(("warning:", "bold yellow"), " ", problem))
     if wait and (left := still_in_flight(view.rows)):
-        err_console.print(line(("not settled:", "bold red"), f" waited {wait:g}s for nothing to be in flight; {left}"))
+        why = "; the core-banking circuit breaker is open (above)" if breaker else ""
+        err_console.print(
+            line(("not settled:", "bold red"), f" waited {wait:g}s for nothing to be in flight; {left}{why}")
+        )
         raise typer.Exit(EXIT_STILL_IN_FLIGHT)
 
 

@@ -14,6 +14,7 @@ import logging
 import os
 import socket
 from dataclasses import dataclass
+from datetime import datetime
 
 from aio_pika.abc import AbstractRobustConnection
 
@@ -23,6 +24,7 @@ from app.consumer.pool_connections import PoolConnections
 from app.consumer.worker import ProcessBatch, QueueWorkers
 from app.messaging.queues import ready_count
 from app.messaging.topology import TIERS, Topology
+from app.observability.core_breaker import pause_reason
 from app.observability.live_queues import Taken
 from app.observability.metrics import ObserveStage, ignore_stage
 from app.storage.ports.worker_pools import RUNNING, Heartbeat
@@ -82,6 +84,7 @@ class PoolManager:
         self._process = process
         self.process_id = f"{socket.gethostname()}:{os.getpid()}"
         self.paused_by: str | None = None  # why every pool is paused (the open breaker); None: not paused
+        self.paused_since: datetime | None = None  # since when: the breaker's time of opening
         self._desired: dict[str, str] = {}  # tier -> desired state, as the last sync read it
         self._applying = asyncio.Lock()  # a sync and a pause or resume never interleave their starts and stops
         self.pools: dict[str, Pool] = {}  # the tiers' from the first sync on, and the dedicated queues'
@@ -131,7 +134,9 @@ class PoolManager:
     async def follow_breaker(self, status: BreakerStatus) -> None:
         """The core-banking breaker's listener: open pauses every pool, closed resumes the ones meant to run."""
         async with self._applying:
-            self.paused_by = "core banking circuit breaker open" if status.state is BreakerState.OPEN else None
+            opened = status.state is BreakerState.OPEN
+            self.paused_by = pause_reason(status.last_failure) if opened else None
+            self.paused_since = status.since if opened else None
             await self._apply()
         log.info("pools %s: %s", "paused" if self.paused_by else "resumed", status.state)
 
@@ -154,7 +159,9 @@ class PoolManager:
 
     async def _heartbeat(self, uow_factory: UnitOfWorkFactory) -> None:
         beats = [
-            Heartbeat(self.process_id, p.name, p.tier, p.queue, p.workers.size, p.running, self.paused_by)
+            Heartbeat(
+                self.process_id, p.name, p.tier, p.queue, p.workers.size, p.running, self.paused_by, self.paused_since
+            )
             for p in self.pools.values()
         ]
         async with uow_factory() as uow:

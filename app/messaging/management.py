@@ -2,6 +2,7 @@
 queue depths and rates."""
 
 import re
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -56,9 +57,27 @@ class Management:
         self._auth = (parts.username or "guest", parts.password or "guest")
         netloc = f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
         self._base = urlunsplit((parts.scheme, netloc, "", "", ""))
+        self._reader: httpx.Client | None = None
+        self._reader_lock = threading.Lock()
 
     def _client(self) -> httpx.Client:
         return httpx.Client(base_url=self._base, auth=self._auth, timeout=30)
+
+    def _get(self, path: str, params: Mapping[str, str]) -> httpx.Response:
+        """A GET on one client kept open: queue figures are read every few seconds, while payments flow, and a
+        new client each time built a TLS context (the CA bundle parsed, under the GIL) and a connection. httpx's
+        Client may be shared between threads (its docstring): the console's reads and the gauges' share it."""
+        with self._reader_lock:
+            if self._reader is None:
+                self._reader = self._client()
+            reader = self._reader
+        return reader.get(path, params=params)
+
+    def close(self) -> None:
+        with self._reader_lock:
+            if self._reader is not None:
+                self._reader.close()
+                self._reader = None
 
     def provision_publisher(self, vhost: str, user: str, password: str, exchange: str, key_pattern: str) -> None:
         """Create or update a publishing-only user: write on `exchange` with routing keys matching the pattern."""
@@ -131,8 +150,8 @@ class Management:
         """messages, ready, unacknowledged and consumers per queue (all queues when names is None)."""
         v = quote(vhost, safe="")
         columns = "name,messages,messages_ready,messages_unacknowledged,consumers"
-        with self._errors(), self._client() as client:
-            queues = client.get(f"/api/queues/{v}", params={"columns": columns}).json()
+        with self._errors():
+            queues = self._get(f"/api/queues/{v}", {"columns": columns}).json()
         wanted = set(names) if names is not None else {q["name"] for q in queues}
         return {
             q["name"]: {
@@ -144,8 +163,8 @@ class Management:
 
     def queue_stats(self, vhost: str) -> list[QueueStats]:
         """Every queue of the vhost with its depths, consumers, rates and (classic queues) head timestamp."""
-        with self._errors(), self._client() as client:
-            response = client.get(f"/api/queues/{quote(vhost, safe='')}", params={"columns": _STATS_COLUMNS})
+        with self._errors():
+            response = self._get(f"/api/queues/{quote(vhost, safe='')}", {"columns": _STATS_COLUMNS})
             response.raise_for_status()
         return [QueueStats.of(q) for q in response.json()]
 

@@ -77,7 +77,12 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
-        self.outbox_backlog = Gauge("remit_outbox_backlog", "Accepted, not yet published", ["tenant"], registry=r)
+        self.outbox_backlog = Gauge(
+            "remit_outbox_backlog",
+            "Accepted, not yet published (every tenant: 0 when none waits)",
+            ["tenant"],
+            registry=r,
+        )
         self.dlq_open = Gauge("remit_dead_letters_open", "Open dead letters", ["tenant", "reason"], registry=r)
         self.security_events = Gauge(
             "remit_security_events",

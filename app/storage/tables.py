@@ -360,6 +360,7 @@ worker_heartbeats = Table(
     Column("running", Integer, nullable=False),
     Column("at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     Column("paused_by", Text),  # why the process paused its pools (the core-banking breaker); NULL: not paused
+    Column("paused_since", DateTime(timezone=True)),  # since when (0022): the breaker's time of opening
 )
 
 rate_buckets = Table(

@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import Row
 
+from app.bankfiles.outcomes import Outcome
 from app.consumer.core_keys import FIRST_GENERATION, transfer_key
 from app.deadletters.audit import DISCARD, REFUSE, REPLAY, RESOLVE
 from app.deadletters.masking import mask_text
@@ -38,21 +39,53 @@ def record_events(records: Records) -> list[m.Event]:
 
 
 def rejection_events(rows: Iterable[Row[Any]]) -> list[m.Event]:
+    """A row rejected at validation, traced itself: its own rejection."""
     return [
         m.Event(
             r.submitted_at,
             m.REJECTED,
-            f"row {r.row_number} of {r.source_name} (batch {r.correlation_id}) rejected at validation: "
-            + mask_text("; ".join(r.errors)),
-            {
-                "correlation_id": r.correlation_id,
-                "source_name": r.source_name,
-                "row_number": r.row_number,
-                "errors": [mask_text(e) for e in r.errors],
-            },
+            f"{_row(r)} rejected at validation: " + mask_text("; ".join(r.errors)),
+            _rejection_details(r),
         )
         for r in rows
     ]
+
+
+def same_reference_events(rows: Iterable[Row[Any]], booked: bool) -> list[m.Event]:
+    """Other rows of the tenant's files that carried this payment's reference and were rejected at validation, on
+    this payment's timeline: what each was (a duplicate of it refused, or a row with faults of its own), never a
+    failure of this payment. `booked`: this payment was booked (once: its key is its idempotency record)."""
+    events = []
+    for r in rows:
+        errors = mask_text("; ".join(r.errors))
+        if r.outcome == Outcome.DUPLICATE:
+            once = "; this payment was booked once" if booked else ""
+            stage, summary = (
+                m.DUPLICATE_REFUSED,
+                f"{_row(r)} reused this payment's reference and was refused as a duplicate of this payment ({errors})"
+                f": that row moved no money{once}",
+            )
+        else:
+            stage, summary = (
+                m.OTHER_ROW_REJECTED,
+                f"{_row(r)}, another row with this payment's reference, was rejected at validation ({errors}): "
+                "that row is not this payment",
+            )
+        events.append(m.Event(r.submitted_at, stage, summary, _rejection_details(r)))
+    return events
+
+
+def _row(r: Row[Any]) -> str:
+    return f"row {r.row_number} of {r.source_name} (batch {r.correlation_id})"
+
+
+def _rejection_details(r: Row[Any]) -> dict[str, Any]:
+    return {
+        "correlation_id": r.correlation_id,
+        "source_name": r.source_name,
+        "row_number": r.row_number,
+        "errors": [mask_text(e) for e in r.errors],
+    }
 
 
 def _accepted(row: Row[Any] | None) -> list[m.Event]:

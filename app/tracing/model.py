@@ -8,7 +8,10 @@ from uuid import UUID
 
 # Stages, in the order a payment meets them (events at the same instant sort this way).
 REJECTED = "rejected"  # at validation: it never became a message
+# Another row of the tenant's files with this payment's reference, rejected at validation: not this payment.
+OTHER_ROW_REJECTED = "other_row_rejected"  # for a fault of its own (a first try that this payment resubmitted)
 ACCEPTED = "accepted"  # written to the outbox in the transaction that accepted its batch
+DUPLICATE_REFUSED = "duplicate_refused"  # as a duplicate of this payment: it moved no money
 PUBLISHED = "published"  # the broker confirmed it
 ATTEMPT_FAILED = "attempt_failed"  # a delivery that did not succeed: retrying, or dead-lettered
 DEAD_LETTERED = "dead_lettered"  # stored in the dead-letter store
@@ -19,7 +22,9 @@ DISCARDED = "discarded"
 PROCESSED = "processed"  # its idempotency record and its booking committed together
 STAGES = (
     REJECTED,
+    OTHER_ROW_REJECTED,
     ACCEPTED,
+    DUPLICATE_REFUSED,
     PUBLISHED,
     ATTEMPT_FAILED,
     DEAD_LETTERED,

@@ -13,7 +13,7 @@ from app.deadletters.masking import mask_account, mask_text
 from app.storage.tables import batch_rejections
 from app.storage.unit_of_work import UnitOfWorkFactory
 from app.tracing import model as m
-from app.tracing.events import RETRYING, in_order, record_events, rejection_events
+from app.tracing.events import RETRYING, in_order, record_events, rejection_events, same_reference_events
 from app.tracing.lookup import PaymentQuery, find_payment, rejections
 from app.tracing.records import Records, read_records
 from app.tracing.verdict import last_verdict
@@ -36,7 +36,7 @@ async def trace_payment(
             return _rejected_only(match.rejections)
         records = await read_records(uow.connection, match.key)
         rejected = await _same_reference_rejected(uow.connection, match.key, records)
-    events = in_order(record_events(records) + rejection_events(rejected))
+    events = in_order(record_events(records) + same_reference_events(rejected, records.ledger is not None))
     first_seen = events[0].at if events else None
     verdict = await last_verdict(reconciliation_uow or uow_factory, match.key, first_seen)
     return _trace(match.key, records, events, verdict, core)
@@ -124,8 +124,9 @@ def _rejected_only(rows: list[Any]) -> m.PaymentTrace:
 
 def state_of(events: list[m.Event], booked: bool) -> str:
     """Where the payment is now: processed once it is booked, whatever came after (a replay that found it
-    processed); otherwise what its last event left it as. A refused replay changes nothing, nor does a
-    later row rejected for reusing its reference (that row is not this payment)."""
+    processed); otherwise what its last event left it as. A refused replay changes nothing, nor does another
+    row rejected with its reference (a duplicate refused, a resubmission's first try: that row is not this
+    payment)."""
     if booked:
         return m.PROCESSED
     for event in reversed(events):
@@ -135,7 +136,7 @@ def state_of(events: list[m.Event], booked: bool) -> str:
             return "expired" if event.details["reason"] == reasons.EXPIRED else m.DEAD_LETTERED
         if event.stage == m.PROCESSED:
             return "processed without a booking"
-        if event.stage not in (m.REPLAY_REFUSED, m.REJECTED):
+        if event.stage not in (m.REPLAY_REFUSED, m.REJECTED, m.DUPLICATE_REFUSED, m.OTHER_ROW_REJECTED):
             return event.stage
     return m.REJECTED if events else "unknown"
 

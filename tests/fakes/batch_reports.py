@@ -57,7 +57,25 @@ class FakeBatchReports:
             rows[key] = replace(row, accepted=row.accepted + n, accepted_cents=row.accepted_cents + cents,
                                 processed=row.processed + n, processed_cents=row.processed_cents + cents,
                                 amqp=n, amqp_cents=cents)  # fmt: skip
+        for d in self._direct_dead(correlation_ids):
+            key = (str(d.tenant_id), str(d.correlation_id), d.currency or "?")
+            row = rows.get(key) or SummaryRow(*key, 0, 0, 0, 0, 0, 0, 0, 0)
+            cents, dead = d.amount_cents or 0, d.status in ("open", "discarded")
+            rows[key] = replace(row, accepted=row.accepted + 1, accepted_cents=row.accepted_cents + cents,
+                                dead_lettered=row.dead_lettered + dead,
+                                dead_lettered_cents=row.dead_lettered_cents + cents * dead,
+                                amqp=row.amqp + 1, amqp_cents=row.amqp_cents + cents)  # fmt: skip
         return [rows[key] for key in sorted(rows)]
+
+    def _direct_dead(self, correlation_ids: Sequence[str]) -> list[DeadLetterRecord]:
+        """The latest dead letter of each direct publish (no outbox row) not booked: its only record."""
+        latest: dict[tuple[str, object], DeadLetterRecord] = {}
+        for d in sorted(self._tx.rows(DEAD_LETTERS), key=lambda d: d.dead_letter_id):
+            if d.correlation_id in correlation_ids and d.tenant_id is not None and d.message_id is not None:
+                latest[d.tenant_id, d.message_id] = d
+        return [
+            d for key, d in latest.items() if self._tx.get(OUTBOX, key) is None and self._tx.get(PROCESSED, key) is None
+        ]
 
     def _direct(self, correlation_ids: Sequence[str]) -> dict[tuple[str, str, str], tuple[int, int]]:
         """Payments published directly over AMQP (recorded when booked), per tenant, batch and currency."""
@@ -74,6 +92,10 @@ class FakeBatchReports:
         for r in self._tx.rows(PROCESSED) if with_direct else []:
             if r.source == "amqp" and tenant_id in (None, r.tenant_id):
                 seen[r.correlation_id] = max(r.processed_at, seen.get(r.correlation_id, r.processed_at))
+        for d in self._tx.rows(DEAD_LETTERS) if with_direct else []:
+            direct = d.tenant_id is not None and self._tx.get(OUTBOX, (d.tenant_id, d.message_id)) is None
+            if direct and d.correlation_id is not None and tenant_id in (None, d.tenant_id):
+                seen[d.correlation_id] = max(d.last_failed_at, seen.get(d.correlation_id, d.last_failed_at))
         return sorted(seen, key=lambda c: seen[c], reverse=True)[:limit]
 
     async def batches(self, correlation_ids: Sequence[str], tenant_id: str | None = None) -> list[BatchRecord]:
@@ -85,7 +107,11 @@ class FakeBatchReports:
         rows = sorted(batch.rejections, key=lambda r: r.row_number) if batch else []
         return [Rejected(r.row_number, r.payment_reference, r.currency, r.amount_cents, r.errors) for r in rows]
 
-    async def payments(self, correlation_id: str, tenant_id: str, limit: int, offset: int) -> list[BatchPayment]:
+    async def payments(
+        self, correlation_id: str, tenant_id: str, limit: int, offset: int, direct: bool = False
+    ) -> list[BatchPayment]:
+        if direct:
+            return self._direct_payments(correlation_id, tenant_id)[offset : offset + limit]
         outbox: list[OutboxRow] = self._tx.rows(OUTBOX)
         mine = sorted(
             (o for o in outbox if o.correlation_id == correlation_id and o.tenant_id == tenant_id),
@@ -104,6 +130,26 @@ class FakeBatchReports:
             )
             for o in mine[offset : offset + limit]
         ]
+
+    def _direct_payments(self, correlation_id: str, tenant_id: str) -> list[BatchPayment]:
+        """Booked direct publishes, then those only dead letters record, in the order they were recorded."""
+        booked: list[LedgerRow] = self._tx.rows(LEDGER)
+        direct = {(r.tenant_id, r.message_id) for r in self._tx.rows(PROCESSED) if r.source == "amqp"}
+        found = [
+            (row.booked_at, row.payment.message_id, row.payment.payment_reference, row.payment.amount_cents,
+             row.payment.currency, "processed")
+            for row in booked
+            if (row.payment.tenant_id, row.payment.message_id) in direct
+            and (row.payment.tenant_id, row.payment.correlation_id) == (tenant_id, correlation_id)
+        ]  # fmt: skip
+        states = {"open": "dead-lettered ({})", "discarded": "discarded ({})"}
+        for d in self._direct_dead([correlation_id]):
+            if d.tenant_id == tenant_id and d.message_id is not None:
+                state = states.get(d.status, "in flight").format(d.reason)
+                found.append((d.first_failed_at, d.message_id, d.payment_reference or "", d.amount_cents or 0,
+                              d.currency or "?", state))  # fmt: skip
+        found.sort(key=lambda f: (f[0], str(f[1])))
+        return [BatchPayment(None, n, f[1], f[2], f[3], f[4], None, f[5]) for n, f in enumerate(found, 1)]
 
     def _state(self, o: OutboxRow) -> str:
         if self._tx.get(LEDGER, (o.tenant_id, o.message_id)) is not None:

@@ -68,4 +68,5 @@ class FakeOutbox:
 
     async def backlog(self) -> dict[str, int]:
         rows: list[OutboxRow] = self._tx.rows(TABLE)
-        return dict(Counter(o.tenant_id for o in rows if o.published_at is None))
+        tenants = {t.tenant_id: 0 for t in self._tx.rows("tenants") if t.status != "deleted"}  # tests/fakes/tenants.py
+        return tenants | dict(Counter(o.tenant_id for o in rows if o.published_at is None))

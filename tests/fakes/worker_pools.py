@@ -5,7 +5,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from app.storage.ports.worker_pools import Heartbeat, LivePool
+from app.storage.ports.worker_pools import Heartbeat, LivePool, PausedProcess
 from tests.fakes.database import FakeTransaction
 
 POOLS = "worker_pools"
@@ -62,4 +62,16 @@ class FakeWorkerPools:
                 sum(b.paused_by is not None for b in beats),
             )
             for (pool, tier, queue), beats in pools.items()
+        ]
+
+    async def paused(self, since: datetime) -> list[PausedProcess]:
+        self._tx.require_system(HEARTBEATS)
+        latest: dict[str, HeartbeatRow] = {}
+        for row in sorted(self._tx.rows(HEARTBEATS), key=lambda r: r.at):
+            if row.at > since:
+                latest[row.heartbeat.process_id] = row
+        return [
+            PausedProcess(process_id, row.heartbeat.paused_by, row.heartbeat.paused_since)
+            for process_id, row in sorted(latest.items())
+            if row.heartbeat.paused_by is not None
         ]

@@ -17,6 +17,7 @@ from aio_pika.abc import AbstractChannel
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
+from lxml import etree
 from sqlalchemy import func, select
 
 from app.publisher.accept import submit_batch
@@ -120,6 +121,27 @@ async def test_a_csv_batch_is_reported_under_its_batch_id(
         ("NOTPROVIDED", "RJCT", "CH16"),  # no reference to repeat: ISO's word for it, and the row in AddtlInf
     ]
     assert b"row 3: " in sink.getvalue()
+
+
+async def test_a_long_reason_reaches_the_pain002_whole_words_at_a_time(
+    uow_factory: UnitOfWorkFactory, app_uow: UnitOfWorkFactory, settings: Settings, tmp_path: Path
+) -> None:
+    """What ingress said of a row with several faults, longer than one AddtlInf: cut between words, never inside."""
+    tenant = await fresh_tenant(uow_factory)
+    faults = {"currency": "ABC", "creditor_account": "12", "debtor_bsb": "01-2345"}
+    path = write_csv(tmp_path / "faults.csv", [payment_row(1), payment_row(2, **faults)])
+    batch = await submit_batch(SubmitBatch(tenant, path), app_uow, settings)
+    sinks = {choice: io.BytesIO() for choice in (ReportChoice.PAIN_002_10, ReportChoice.PAIN_002_03, ReportChoice.CSV)}
+    for choice, sink in sinks.items():
+        await write_batch_report(app_uow, tenant, batch.correlation_id, choice, sink, datetime.now(UTC))
+    [row] = [r for r in csv.DictReader(io.StringIO(sinks[ReportChoice.CSV].getvalue().decode())) if r["detail"]]
+    assert 105 < len(row["detail"]) <= 3 * 105, row["detail"]  # the whole reason, as the CSV form has it
+    for choice in (ReportChoice.PAIN_002_10, ReportChoice.PAIN_002_03):
+        data = sinks[choice].getvalue()
+        assert xsd_errors(data, choice.value) == []
+        parts = [str(t) for t in etree.fromstring(data).xpath("//*[local-name()='AddtlInf']/text()")]
+        assert len(parts) > 1
+        assert " ".join(parts) == row["detail"]
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy.exc
 
 from app.logs import (
-    LibraryReconnectDuplicates,
+    LibraryNoise,
     MaskAccounts,
     MessageFields,
     TerminalSafe,
@@ -102,7 +102,7 @@ def test_json_lines_carry_identity_fields_and_mask_accounts() -> None:
     assert (line["tenant_id"], line["message_id"], line["attempt"]) == ("anz", "m-1", 2)
     assert line["correlation_id"] is None
     assert line["level"] == "WARNING"
-    assert {type(f) for f in handler.filters} == {MaskAccounts, TerminalSafe, MessageFields, LibraryReconnectDuplicates}
+    assert {type(f) for f in handler.filters} == {MaskAccounts, TerminalSafe, MessageFields, LibraryNoise}
 
 
 def _line(emit: Callable[[logging.Logger], None]) -> dict[str, Any]:
@@ -183,3 +183,30 @@ def test_a_tenants_control_characters_reach_no_log_line(fmt: str) -> None:
     else:
         assert f"refused {escaped}" in written.splitlines()[0]
         assert "Traceback (most recent call last):" in written.splitlines()[1]
+
+
+def _lines(level: str, emit: Callable[[], None]) -> list[dict[str, Any]]:
+    configure_logging(level, "json")
+    stream = io.StringIO()
+    logging.getLogger().handlers[0].setStream(stream)  # type: ignore[attr-defined]
+    emit()
+    return [json.loads(line) for line in stream.getvalue().splitlines()]
+
+
+def _poll() -> None:
+    """What httpx logs of each request remit sends (a management API poll), as httpx logs it."""
+    url = "http://127.0.0.1:15672/api/queues/remit"
+    logging.getLogger("httpx").info('HTTP Request: %s %s "%s %d %s"', "GET", url, "HTTP/1.1", 200, "OK")
+
+
+@pytest.mark.usefixtures("restore_root_logger")
+def test_httpx_request_lines_go_out_at_debug() -> None:
+    assert _lines("INFO", _poll) == []
+    [line] = _lines("DEBUG", _poll)
+    assert (line["logger"], line["level"]) == ("httpx", "DEBUG")
+    assert line["message"].startswith("HTTP Request: GET http://127.0.0.1:15672/api/queues/remit")
+    # Only those lines: anything else httpx says, and remit's own INFO lines, keep their level.
+    other = _lines("INFO", lambda: logging.getLogger("httpx").warning("something else"))
+    assert [(line["logger"], line["level"]) for line in other] == [("httpx", "WARNING")]
+    own = _lines("INFO", lambda: logging.getLogger("remit.test").info("HTTP Request: not a library's line"))
+    assert [line["level"] for line in own] == ["INFO"]

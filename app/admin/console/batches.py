@@ -59,12 +59,23 @@ async def batch_detail_page(
     services: Services,
     correlation_id: str,
     offset: Annotated[int, Query(ge=0)] = 0,
+    tenant: Annotated[str, Query(max_length=32)] = "",  # an admin's: whose direct publishes, when several name it
 ) -> Response:
-    found = await batch_page(services.uow(ctx.caller), correlation_id, ctx.caller.scope(), PAGE_SIZE, offset)
+    scope = ctx.caller.scope(tenant or None)
+    found = await batch_page(services.uow(ctx.caller), correlation_id, scope, PAGE_SIZE, offset)
     if found is None:
         raise BatchNotFound(f"no batch {correlation_id!r}")
     refresh = REFRESH_SECONDS if found.batch.in_flight else None
-    return page(request, "batch.html", ctx, b=found, offset=offset, page_size=PAGE_SIZE, refresh=refresh)
+    return page(
+        request,
+        "batch.html",
+        ctx,
+        b=found,
+        offset=offset,
+        page_size=PAGE_SIZE,
+        refresh=refresh,
+        tenant=tenant if ctx.caller.is_admin else "",
+    )
 
 
 @router.post("/batches")

@@ -1,6 +1,7 @@
 """The console's workers page: the pools serving the caller's tier with their state and queue depths; for
 an admin every pool, with start/stop/restart (a confirmation step first, like every console action)."""
 
+from datetime import UTC, datetime
 from typing import Annotated, cast, get_args
 
 from fastapi import APIRouter, HTTPException, Request, status
@@ -13,6 +14,7 @@ from app.admin.auth import Services
 from app.admin.console.context import Console
 from app.admin.console.forms import session_form
 from app.admin.console.render import page
+from app.observability.core_breaker import breaker_notice
 from app.tenancy.pool_operations import Action, tiers_of
 
 router = APIRouter(prefix="/console", include_in_schema=False)
@@ -33,7 +35,10 @@ class ActionForm(BaseModel):
 async def workers_page(request: Request, ctx: Console, services: Services) -> Response:
     pools = await worker_status(services, ctx.caller)
     tiers = sorted({p.tier for p in pools if not p.pool.startswith("tenant:")})
-    return page(request, "workers.html", ctx, pools=pools, tiers=tiers, actions=ACTIONS)
+    now = datetime.now(UTC)
+    notice = await breaker_notice(services.system_uow, now)
+    breaker = notice.describe(now) if notice else None
+    return page(request, "workers.html", ctx, pools=pools, tiers=tiers, actions=ACTIONS, breaker=breaker)
 
 
 @router.post("/workers")

@@ -21,9 +21,10 @@ class SummaryRow:
     rejected_cents: int
     processed: int  # booked by the batch's own tenant (another tenant may name this batch in its messages)
     processed_cents: int
-    dead_lettered: int  # not booked, with an open or discarded dead letter
+    dead_lettered: int  # not booked, with an open or discarded dead letter (its latest, for a direct publish)
     dead_lettered_cents: int
-    # Of the accepted (and processed): published directly over AMQP, recorded when booked (no file, no outbox).
+    # Of the accepted: published directly over AMQP (no file, no outbox), recorded when booked, or by its dead letters
+    # until then (so counted in processed, dead_lettered or, once replayed, in flight).
     amqp: int = 0
     amqp_cents: int = 0
 
@@ -92,6 +93,9 @@ class BatchReports(Protocol):
         """The batch's rows rejected at validation, in file order."""
         ...
 
-    async def payments(self, correlation_id: str, tenant_id: str, limit: int, offset: int) -> list[BatchPayment]:
-        """A page of the batch's payments (of its own tenant), in file order."""
+    async def payments(
+        self, correlation_id: str, tenant_id: str, limit: int, offset: int, direct: bool = False
+    ) -> list[BatchPayment]:
+        """A page of the batch's payments (of its own tenant), in file order; `direct`: of the batch that tenant's
+        direct AMQP publishes name (no file), in the order remit first recorded them (booked or dead-lettered)."""
         ...

@@ -13,5 +13,5 @@ class Outbox(Protocol):
         ...
 
     async def backlog(self) -> dict[str, int]:
-        """Unpublished rows per tenant."""
+        """Unpublished rows per tenant: every tenant not deleted (0 when none waits), and any other with rows."""
         ...

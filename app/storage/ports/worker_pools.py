@@ -20,6 +20,16 @@ class Heartbeat:
     workers: int
     running: int
     paused_by: str | None = None  # why the process paused every pool (its core-banking breaker is open)
+    paused_since: datetime | None = None  # since when: the breaker's time of opening (the process's clock)
+
+
+@dataclass(frozen=True, slots=True)
+class PausedProcess:
+    """A consumer process that paused every pool of its own, as its latest heartbeat says."""
+
+    process_id: str
+    paused_by: str
+    paused_since: datetime | None  # None: a process from before 0022
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,4 +58,8 @@ class WorkerPools(Protocol):
 
     async def live(self, since: datetime) -> list[LivePool]:
         """Every pool with a heartbeat after `since`."""
+        ...
+
+    async def paused(self, since: datetime) -> list[PausedProcess]:
+        """The processes whose latest heartbeat, after `since`, says their pools are paused; by process id."""
         ...

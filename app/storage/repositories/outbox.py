@@ -13,7 +13,15 @@ _IN_FLIGHT = text(
       AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.tenant_id = o.tenant_id AND d.message_id = o.message_id)
     """
 )
-_BACKLOG = text("SELECT tenant_id, count(*) AS n FROM outbox WHERE published_at IS NULL GROUP BY tenant_id")
+# Every tenant not deleted, 0 when nothing of it waits: a gauge with no sample reads as "no data", not as "nothing".
+_BACKLOG = text(
+    """
+    SELECT coalesce(t.tenant_id, w.tenant_id) AS tenant_id, coalesce(w.n, 0) AS n
+    FROM (SELECT tenant_id FROM tenants WHERE status <> 'deleted') t
+    FULL JOIN (SELECT tenant_id, count(*) AS n FROM outbox WHERE published_at IS NULL GROUP BY tenant_id) w
+      ON w.tenant_id = t.tenant_id
+    """
+)
 
 
 class SqlOutbox:

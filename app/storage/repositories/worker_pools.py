@@ -8,7 +8,7 @@ from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.storage.ports.worker_pools import Heartbeat, LivePool
+from app.storage.ports.worker_pools import Heartbeat, LivePool, PausedProcess
 from app.storage.tables import worker_heartbeats, worker_pools
 
 hb = worker_heartbeats.c
@@ -38,6 +38,7 @@ class SqlWorkerPools:
                 "workers": statement.excluded.workers,
                 "running": statement.excluded.running,
                 "paused_by": statement.excluded.paused_by,
+                "paused_since": statement.excluded.paused_since,
                 "at": func.now(),
             },
         )
@@ -62,3 +63,13 @@ class SqlWorkerPools:
             LivePool(r.pool, r.tier, r.queue, int(r.processes), int(r.workers), int(r.running), int(r.paused))
             for r in rows
         ]
+
+    async def paused(self, since: datetime) -> list[PausedProcess]:
+        # A process writes one heartbeat per pool, all with the same pause: its latest one speaks for it.
+        query = (
+            select(hb.process_id, hb.paused_by, hb.paused_since)
+            .where(hb.at > since, hb.paused_by.is_not(None))
+            .order_by(hb.process_id, hb.at.desc())
+            .distinct(hb.process_id)
+        )
+        return [PausedProcess(r.process_id, r.paused_by, r.paused_since) for r in await self._connection.execute(query)]

@@ -13,6 +13,7 @@ from lxml import etree
 
 from app.bankfiles import Outcome, Refusal, ReportForm, ReportHeader, TransactionStatus, iso_status, write_status_report
 from app.bankfiles.outcomes import OUTCOMES
+from app.bankfiles.pain002 import MAX_TEXT
 from tests.utils.pain002 import read_pain002, xsd_errors
 
 XML_FORMS = [ReportForm.PAIN_002_10, ReportForm.PAIN_002_03]
@@ -114,13 +115,68 @@ def test_identifiers_are_iso_max35text(length: int, ok: bool) -> None:
         report(header({Outcome.BOOKED: 1}), lines, ReportForm.PAIN_002_10)
 
 
+def addtl_inf(data: bytes) -> list[str]:
+    return [str(t) for t in etree.fromstring(data).xpath("//*[local-name()='AddtlInf']/text()")]
+
+
 def test_long_or_odd_details_fit_addtlinf() -> None:
     detail = "why " * 100 + "\x00\x07 bell"
     lines = [TransactionStatus("PMT-1", "E-1", Outcome.INVALID, detail=detail)]
     data = report(header({Outcome.INVALID: 1}), lines, ReportForm.PAIN_002_10)
     assert xsd_errors(data, "pain.002.001.10") == []
-    texts = etree.fromstring(data).xpath("//*[local-name()='AddtlInf']/text()")
-    assert [len(t) for t in texts] == [105, 105, 105]
+    texts = addtl_inf(data)
+    assert [len(t) for t in texts] == [103, 103, 105]  # 26 whole "why"s, twice; then 25 and the ellipsis
+    assert texts[-1].endswith("why why …")
+
+
+# What ingress says of a row with several faults: well over one Max105Text, words of every length.
+LONG_REASON = (
+    "row 12: creditor_account must be 6 to 10 digits; amount_cents 150000000 is over the tenant's limit of "
+    "100000000 cents per payment; currency XAU is not an active ISO 4217 currency; payment_reference duplicates "
+    "row 3"
+)
+
+
+@pytest.mark.parametrize("form", XML_FORMS)
+def test_a_long_reason_is_split_between_words_and_the_parts_read_back_as_it(form: ReportForm) -> None:
+    lines = [TransactionStatus("PMT-1", "E-1", Outcome.INVALID, detail=LONG_REASON)]
+    data = report(header({Outcome.INVALID: 1}), lines, form)
+    assert xsd_errors(data, form.value) == []  # the official XSD (app/bankfiles/schemas/README.md)
+    parts = addtl_inf(data)
+    assert len(parts) == 3
+    assert all(1 <= len(p) <= MAX_TEXT for p in parts)
+    assert " ".join(parts) == LONG_REASON  # no word cut in two, none lost
+    assert all(p == p.strip() for p in parts)
+
+
+@pytest.mark.parametrize(
+    ("detail", "expected"),
+    [
+        ("a" * 105 + " b", ["a" * 105, "b"]),  # a part exactly the maximum
+        ("a" * 104 + " b", ["a" * 104, "b"]),  # 106 characters: cut at the space
+        ("a" * 103 + " b", ["a" * 103 + " b"]),  # 105 characters: one part
+        ("x" * 230, ["x" * 105, "x" * 105, "x" * 20]),  # one word longer than a part: cut where it must be
+        ("word  " * 3, ["word  word  word"]),  # runs of spaces inside a part are the text's own
+    ],
+)
+def test_parts_are_cut_at_the_last_space_that_fits(detail: str, expected: list[str]) -> None:
+    lines = [TransactionStatus("PMT-1", "E-1", Outcome.INVALID, detail=detail)]
+    data = report(header({Outcome.INVALID: 1}), lines, ReportForm.PAIN_002_10)
+    assert xsd_errors(data, "pain.002.001.10") == []
+    assert addtl_inf(data) == expected
+
+
+def test_a_reason_longer_than_three_parts_ends_with_an_ellipsis_after_a_whole_word() -> None:
+    detail = " ".join(f"fault{n}" for n in range(100))
+    lines = [TransactionStatus("PMT-1", "E-1", Outcome.INVALID, detail=detail)]
+    data = report(header({Outcome.INVALID: 1}), lines, ReportForm.PAIN_002_03)
+    assert xsd_errors(data, "pain.002.001.03") == []
+    parts = addtl_inf(data)
+    assert len(parts) == 3
+    assert all(len(p) <= MAX_TEXT for p in parts)
+    assert parts[-1].endswith("…")
+    kept = " ".join(parts).removesuffix("…").rstrip().split(" ")
+    assert kept == detail.split(" ")[: len(kept)]  # whole words, in order, nothing cut
 
 
 def test_the_csv_form_has_a_group_row_then_one_row_per_transaction() -> None:
