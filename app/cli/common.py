@@ -37,7 +37,7 @@ def friendly_errors(func: Callable[P, T]) -> Callable[P, T]:
         try:
             return func(*args, **kwargs)
         except CallerError as exc:
-            err_console.print(line(("error:", "bold red"), " ", exc))
+            err_console.print(line(("error:", "bold red"), " ", exc), soft_wrap=True)  # one line, for grep too
             raise typer.Exit(exit_code(exc)) from exc
 
     return wrapper

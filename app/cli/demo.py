@@ -35,6 +35,7 @@ from app.bootstrap import Ports, management_api
 from app.cli.common import console, friendly_errors, run
 from app.cli.db import create_database_if_missing
 from app.cli.demo_core import DemoCore, fresh_core, load_accounts, outage_faults
+from app.cli.listing import print_table
 from app.cli.safe_console import line, styled
 from app.cli.status import summary_table
 from app.messaging.connection import login_of
@@ -262,7 +263,7 @@ async def run_phases(env: DemoEnvironment, core: DemoCore, uow: UnitOfWorkFactor
     try:
         console.rule("1. during a core-banking outage for one creditor account")
         rows = await wait_until(uow, batches, "settling", accepted, timeout, processed_only=False)
-        console.print(summary_table(rows))
+        print_table(console, summary_table(rows))
         ok = check("processed as expected", totals(rows, "processed"), expected_totals("processed_during_outage"))
         ok &= check(
             "dead-lettered: closed accounts and the outage's payments",
@@ -276,7 +277,7 @@ async def run_phases(env: DemoEnvironment, core: DemoCore, uow: UnitOfWorkFactor
         env.remit("dlq", "replay", "--reason", "retries_exhausted", "--actor", "demo", "--why", "outage over")
         final = sum(v["count"] for v in expected_totals("processed_final").values())
         rows = await wait_until(uow, batches, "replaying", final, timeout, processed_only=True)
-        console.print(summary_table(rows))
+        print_table(console, summary_table(rows))
         ok &= check(
             "every payment processed exactly once", totals(rows, "processed"), expected_totals("processed_final")
         )

@@ -1,8 +1,8 @@
-"""How `remit dlq` shows things: rich tables for people, plain JSON for scripts."""
+"""How `remit dlq` shows things: tables for people (app/cli/listing.py's rules), JSON and CSV for programs."""
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, is_dataclass
+from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
@@ -10,26 +10,17 @@ from rich.console import Group
 from rich.panel import Panel
 from rich.table import Table
 
+from app.cli.listing import free, keep, number, records, union
+from app.cli.listing import to_json as to_json
 from app.cli.safe_console import line, styled
 from app.deadletters.audit import AuditEntry
 from app.deadletters.replay import ReplayOutcome
 from app.deadletters.requests import RequestEntry
 from app.deadletters.review import DeadLetterDetail, DeadLetterStats, DeadLetterSummary, StatRow
+from contracts.amounts import amount_cell, amount_text
 
 SECURITY = ("SECURITY", "bold red")
 OPTIONAL_FACTS = {"claimed tenant", "replay of"}  # shown only when there is one
-
-
-def to_json(value: Any) -> str:
-    return json.dumps(value, default=_plain, indent=2)
-
-
-def _plain(value: object) -> object:
-    if is_dataclass(value) and not isinstance(value, type):
-        return asdict(value)
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return str(value)  # UUIDs
 
 
 def _cell(value: object) -> str:
@@ -43,44 +34,32 @@ def _cell(value: object) -> str:
 
 
 def list_table(rows: Sequence[DeadLetterSummary]) -> Table:
-    table = Table(title=f"dead letters ({len(rows)}, newest first; amounts in minor units)")
-    for column in (
-        "id",
-        "tenant",
-        "batch",
-        "reference",
-        "amount",
-        "cur",
-        "reason",
-        "error",
-        "tries",
-        "failed",
-        "status",
-        "flag",
-    ):
-        # Ids are folded onto a second line rather than cut: they are what people copy into the next command.
-        table.add_column(column, justify="right" if column in {"id", "amount", "tries"} else "left", overflow="fold")
+    flagged = any(r.security_event for r in rows)
+    table = Table(
+        number("id"),
+        keep("tenant"),
+        keep("batch"),
+        keep("reference"),
+        number("amount (minor units)"),
+        keep("cur"),
+        keep("reason"),
+        keep("error"),
+        number("tries"),
+        keep("failed"),
+        keep("status"),
+        *([keep("flag")] if flagged else []),
+        title=f"dead letters ({len(rows)}, newest first; amounts in the currency's unit, minor units beside them)",
+    )
     for r in rows:
-        table.add_row(
-            *map(
-                _cell,
-                (
-                    r.dead_letter_id,
-                    r.tenant_id,
-                    r.correlation_id,
-                    r.payment_reference,
-                    r.amount_cents,
-                    r.currency,
-                    r.reason,
-                    r.error_type,
-                    r.attempts,
-                    r.last_failed_at,
-                    r.status,
-                ),
-            ),
-            styled(*SECURITY) if r.security_event else "",
-        )
+        values = (r.dead_letter_id, r.tenant_id, r.correlation_id, r.payment_reference)
+        amount = amount_cell(r.amount_cents, r.currency)
+        rest = (r.currency, r.reason, r.error_type, r.attempts, r.last_failed_at, r.status)
+        flag = [styled(*SECURITY) if r.security_event else ""] if flagged else []
+        table.add_row(*map(_cell, values), amount, *map(_cell, rest), *flag)
     return table
+
+
+LIST_FIELDS = [f.name for f in fields(DeadLetterSummary)]
 
 
 def detail_view(d: DeadLetterDetail) -> Group:
@@ -121,7 +100,7 @@ def _facts(d: DeadLetterDetail) -> list[tuple[str, object]]:
         ("claimed tenant", d.claimed_tenant),
         ("batch", s.correlation_id),
         ("message_id", s.message_id),
-        ("payment", f"{s.payment_reference or '?'}: {s.amount_cents or '?'} {s.currency or ''}"),
+        ("payment", f"{s.payment_reference or '?'}: {amount_text(s.amount_cents, s.currency) or '?'}"),
         ("status", f"{s.status} (since {_cell(d.status_changed_at)})"),
         ("reason", s.reason),
         ("error", f"{s.error_type or ''}: {d.error_message or ''}"),
@@ -167,20 +146,30 @@ def stats_view(stats: DeadLetterStats) -> Group | str:
 
 
 def _stat_table(title: str, group: str, rows: Sequence[StatRow]) -> Table:
-    table = Table(title=title)
-    if group:
-        table.add_column(group)
-    for column in ("currency", "count", "amount (minor units)"):
-        table.add_column(column, justify="left" if column == "currency" else "right")
+    columns = [keep("currency"), number("count"), number("amount (minor units)")]
+    table = Table(*([keep(group)] if group else []), *columns, title=title)
     for r in rows:
-        cells = [r.currency or "(unreadable)", r.count, r.amount_cents]
-        table.add_row(*map(_cell, [r.group, *cells] if group else cells))
+        cells = [r.currency or "(unreadable)", f"{r.count:,}", amount_cell(r.amount_cents, r.currency)]
+        table.add_row(*([_cell(r.group)] if group else []), *cells)
     return table
+
+
+STAT_FIELDS = ["by", "group", "currency", "count", "amount_cents"]
+
+
+def stat_records(stats: DeadLetterStats) -> list[dict[str, Any]]:
+    """Value at risk as one table: `by` says which grouping a row is of (total, reason, tenant, age)."""
+    groupings = {"total": stats.total, "reason": stats.by_reason, "tenant": stats.by_tenant, "age": stats.by_age}
+    return [{"by": by, **row} for by, rows in groupings.items() for row in records(rows)]
 
 
 def replay_table(outcomes: Sequence[ReplayOutcome], dry_run: bool) -> Table:
     table = Table(
-        "id", "message_id", "outcome", "why", title="replay (dry run: nothing changed)" if dry_run else "replay"
+        number("id"),
+        keep("message_id"),
+        keep("outcome"),
+        free("why"),
+        title="replay (dry run: nothing changed)" if dry_run else "replay",
     )
     styles = {"replayed": "green", "resolved": "cyan", "refused": "red"}
     for o in outcomes:
@@ -191,7 +180,16 @@ def replay_table(outcomes: Sequence[ReplayOutcome], dry_run: bool) -> Table:
 
 def audit_table(entries: Sequence[AuditEntry]) -> Table:
     table = Table(
-        "at", "actor", "action", "dead letter", "tenant", "why", "outcome", "dry run", "request", title="audit trail"
+        keep("at"),
+        keep("actor"),
+        keep("action"),
+        number("dead letter"),
+        keep("tenant"),
+        free("why"),
+        free("outcome"),
+        keep("dry run"),
+        number("request"),
+        title="audit trail",
     )
     for e in entries:
         values = (e.at, e.actor, e.action, e.dead_letter_id, e.tenant_id, e.why, e.outcome, _yes(e.dry_run))
@@ -201,25 +199,36 @@ def audit_table(entries: Sequence[AuditEntry]) -> Table:
 
 def requests_table(entries: Sequence[RequestEntry]) -> Table:
     table = Table(
-        "request",
-        "at",
-        "actor",
-        "tenant",
-        "ids",
-        "filters",
-        "all",
-        "force",
-        "dry run",
-        "why",
-        "outcome",
+        number("request"),
+        keep("at"),
+        keep("actor"),
+        keep("tenant"),
+        free("ids"),
+        free("filters"),
+        keep("all"),
+        keep("force"),
+        keep("dry run"),
+        free("why"),
+        free("outcome"),
         title="replay requests",
     )
     for r in entries:
         filters = " ".join(f"{k}={v}" for k, v in r.filters.items())
-        ids = ",".join(map(str, r.dead_letter_ids))
+        ids = ", ".join(map(str, r.dead_letter_ids))
         values = (r.request_id, r.at, r.actor, r.tenant_id, ids, filters, _yes(r.everything), _yes(r.force))
         table.add_row(*map(_cell, (*values, _yes(r.dry_run), r.why, r.outcome)))
     return table
+
+
+def audit_csv(
+    requests: Sequence[RequestEntry], entries: Sequence[AuditEntry]
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """The trail as one CSV: `record` is `request` (a replay request as asked) or `entry` (what happened to one
+    dead letter)."""
+    return union(
+        ("request", [f.name for f in fields(RequestEntry)], records(requests)),
+        ("entry", [f.name for f in fields(AuditEntry)], records(entries)),
+    )
 
 
 def _yes(flag: bool) -> str:

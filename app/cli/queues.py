@@ -2,14 +2,14 @@
 waits in one without taking it, and the safe deletion of a dedicated queue."""
 
 import dataclasses
-import json
 from datetime import datetime
 
 import typer
 
 from app.bootstrap import Operator, Ports, publisher_identity, queue_watch
 from app.cli.common import console, friendly_errors, run, with_operator, with_uow
-from app.cli.queue_views import overview_tables, peek_table
+from app.cli.listing import FORMAT, JSON, Format, chosen, print_csv, print_json, print_table
+from app.cli.queue_views import PEEK_FIELDS, overview_csv, overview_tables, peek_records, peek_table
 from app.errors import UsageError
 from app.known_filters import check_known
 from app.observability.live_queues import kind_of
@@ -22,7 +22,6 @@ from app.tenancy.queues import delete_when_drained
 queues_app = typer.Typer(
     help="Work, delay and dead-letter queues: live figures, a look inside, safe deletion.", no_args_is_help=True
 )
-JSON = typer.Option(False, "--json", help="Print JSON instead of tables.")
 
 
 async def _overview(tenant: str | None) -> QueueOverview:
@@ -39,19 +38,24 @@ async def _overview(tenant: str | None) -> QueueOverview:
 @friendly_errors
 def list_queues(
     tenant: str | None = typer.Option(None, "--tenant", help="Only this tenant's queues and in-flight count."),
+    fmt: Format = FORMAT,
     as_json: bool = JSON,
 ) -> None:
     """remit's queues: ready, unacked, consumers, messages in and out per second, the oldest message's age;
     and each tenant's payments in flight against its limit.
 
-    Example: remit queues list            remit queues list --tenant anz --json
+    --format csv gives one table: `record` is `queue` or `tenant`.
+
+    Example: remit queues list            remit queues list --tenant anz --format json
     """
+    fmt = chosen(fmt, as_json)
     overview = run(_overview(tenant))
-    if as_json:
-        console.print_json(json.dumps(dataclasses.asdict(overview), default=str))
-        return
-    for renderable in overview_tables(overview):
-        console.print(renderable)
+    if fmt is Format.JSON:
+        print_json(console, dataclasses.asdict(overview))
+    elif fmt is Format.CSV:
+        print_csv(console, *overview_csv(overview))
+    else:
+        print_table(console, *overview_tables(overview))
 
 
 async def _peek(request: PeekRequest) -> Peeked:
@@ -75,6 +79,7 @@ def peek(
     tenant: str | None = typer.Option(None, "--tenant", help="Only this tenant's messages, by publisher identity."),
     limit: int = typer.Option(20, "--limit", min=1, max=1000, help="Show at most this many messages."),
     scan: int = typer.Option(200, "--scan", min=1, max=2000, help="Read at most this many from the head."),
+    fmt: Format = FORMAT,
     as_json: bool = JSON,
 ) -> None:
     """Show messages waiting in a queue without taking them: RabbitMQ's own peek, so nothing is delivered,
@@ -84,11 +89,14 @@ def peek(
 
     Example: remit queues peek payments.work.basic --tenant anz --limit 20
     """
+    fmt = chosen(fmt, as_json)
     peeked = run(_peek(PeekRequest(queue, tenant, limit, scan)))
-    if as_json:
-        console.print_json(json.dumps(dataclasses.asdict(peeked), default=str))
-        return
-    console.print(peek_table(queue, tenant, peeked))
+    if fmt is Format.JSON:
+        print_json(console, dataclasses.asdict(peeked))
+    elif fmt is Format.CSV:
+        print_csv(console, PEEK_FIELDS, peek_records(peeked))
+    else:
+        print_table(console, peek_table(queue, tenant, peeked))
 
 
 def _now() -> datetime:

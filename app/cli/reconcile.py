@@ -4,15 +4,20 @@ import uuid
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
+from app.cli.common import console, err_console
+from app.cli.listing import FORMAT, Format, print_csv, print_json, print_lines, print_table, union
 from app.cli.progress import progress
-from app.cli.safe_console import SafeConsole
 from app.cli.spark_extra import spark_extra_required
 from app.settings import get_settings, system_url
 from reconciliation import statuses as st
 from reconciliation.config import DEFAULT_GRACE_MINUTES, CoreTls, RunConfig, parse_as_of
+
+if TYPE_CHECKING:
+    from reconciliation.result import ReconcileResult
 
 
 def reconcile_command(
@@ -39,6 +44,7 @@ def reconcile_command(
         "(three-way). Neither set: the embedded ledger, remit's records only.",
         show_default=False,
     ),
+    fmt: Format = FORMAT,
 ) -> None:
     """Reconcile every batch: accepted = processed + dead-lettered + expired + in flight, money moved once.
 
@@ -51,16 +57,18 @@ def reconcile_command(
     With an external core (REMIT_CORE_BANKING_URL or --core-url) its journal is compared with remit's
     records too: booked in both, only in the core, only in remit, amount/currency/transfer id mismatch.
 
+    --format json prints the outcome, every summary row and every break as one document; csv one table whose
+    `record` is `summary` or `break` (the outcome line then goes to stderr). The report files are written
+    either way.
+
     Exit status: 0 reconciled (PENDING alone is 0), 2 breaks found, 1 the job failed.
     Needs the spark extra and Java: pip install 'remit[spark]'.
     """
     settings = get_settings()
     with spark_extra_required(settings.java_home):  # only this command needs them: `pip install remit` has neither
         from reconciliation import job
-        from reconciliation.report import print_report
         from reconciliation.snapshot import SnapshotLayoutError
 
-    console = SafeConsole()
     try:
         config = RunConfig(
             as_of=parse_as_of(as_of),
@@ -97,8 +105,37 @@ def reconcile_command(
     except SnapshotLayoutError as exc:  # not a run: the snapshot given cannot be reconciled
         raise typer.BadParameter(str(exc), param_hint="'--snapshot'") from exc
     except Exception as exc:
-        console.print_exception()
+        err_console.print_exception()
         job.fail(config, run_id, started_at, repr(exc))
         raise typer.Exit(st.EXIT_FAILED) from exc
-    print_report(console, result, out)
+    show_result(fmt, result, out)
     raise typer.Exit(st.exit_code(result.result))
+
+
+def show_result(fmt: Format, result: "ReconcileResult", out: Path) -> None:
+    from reconciliation.report import breaks_table, notes, summary_table
+
+    summary, breaks = result.summary.to_pylist(), result.breaks.to_pylist()
+    if fmt is Format.JSON:
+        print_json(console, {**outcome(result, out), "summary": summary, "breaks": breaks})
+    elif fmt is Format.CSV:
+        tables = ("summary", result.summary.schema.names, summary), ("break", result.breaks.schema.names, breaks)
+        print_csv(console, *union(*tables))
+    else:
+        print_table(console, summary_table(result), *([breaks_table(result)] if breaks else []))
+    print_lines(console if fmt is Format.TABLE else err_console, *notes(result, out))
+
+
+def outcome(result: "ReconcileResult", out: Path) -> dict[str, Any]:
+    """The run in a few figures: what the last line of the table format says."""
+    return {
+        "result": result.result,
+        "as_of": result.as_of,
+        "message_count": result.message_count,
+        "break_count": result.breaks.num_rows,
+        "batches_with_breaks": result.batches_in(st.BREAKS),
+        "batches_pending": result.batches_in(st.PENDING),
+        "three_way": result.three_way,
+        "input_counts": result.input_counts,
+        "reports": str(out),
+    }

@@ -2,13 +2,16 @@
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
 
 import typer
 from rich.table import Table
 
 from app.cli.common import console, err_console, friendly_errors, run, with_uow
+from app.cli.listing import FORMAT, Format, keep, number, print_csv, print_json, print_table
 from app.cli.safe_console import line
 from app.known_filters import check_known
 from app.observability.core_breaker import BreakerNotice, breaker_notice
@@ -16,8 +19,10 @@ from app.observability.relay_health import RelayState, relay_state
 from app.reporting.batch_summary import SummaryRow, batch_summary, recent_batches
 from app.settings import get_settings
 from app.storage.unit_of_work import UnitOfWorkFactory
+from contracts.amounts import amount_cell
 
 EXIT_STILL_IN_FLIGHT = 3
+SUMMARY_FIELDS = [*(f.name for f in fields(SummaryRow)), "in_flight"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,36 +44,45 @@ async def wait_until_settled(
 
 
 def summary_table(rows: list[SummaryRow]) -> Table:
-    table = Table(title="batches by currency (amounts in cents)")
-    for column in (
-        "tenant",
-        "batch",
-        "cur",
-        "accepted",
-        "cents",
-        "rejected",
-        "processed",
-        "cents",
-        "dead-lettered",
-        "in flight",
-        "over amqp",
-    ):
-        table.add_column(column, justify="left" if column in {"tenant", "batch", "cur"} else "right")
+    table = Table(
+        keep("tenant"),
+        keep("batch"),
+        keep("cur"),
+        number("accepted"),
+        number("amount (minor units)"),
+        number("rejected"),
+        number("processed"),
+        number("amount (minor units)"),
+        number("dead-lettered"),
+        number("in flight"),
+        number("over amqp"),
+        title="batches by currency (amounts in the currency's unit, ISO 4217, the minor units as stored beside them)",
+    )
     for r in rows:
         table.add_row(
             r.tenant_id,
             r.correlation_id,
             r.currency,
-            str(r.accepted),
-            str(r.accepted_cents),
-            str(r.rejected),
-            str(r.processed),
-            str(r.processed_cents),
-            str(r.dead_lettered),
-            str(r.in_flight),
-            str(r.amqp),
+            f"{r.accepted:,}",
+            amount_cell(r.accepted_cents, r.currency),
+            f"{r.rejected:,}",
+            f"{r.processed:,}",
+            amount_cell(r.processed_cents, r.currency),
+            f"{r.dead_lettered:,}",
+            f"{r.in_flight:,}",
+            f"{r.amqp:,}",
         )
     return table
+
+
+def summary_records(rows: list[SummaryRow]) -> list[dict[str, Any]]:
+    """A row per batch and currency, for json and csv: counts, and amounts in integer minor units."""
+    return [{**_whole(asdict(r)), "in_flight": int(r.in_flight)} for r in rows]
+
+
+def _whole(row: dict[str, Any]) -> dict[str, Any]:
+    # Totals summed by PostgreSQL arrive as whole Decimals (numeric): integers in JSON, as every other amount.
+    return {name: int(value) if isinstance(value, Decimal) else value for name, value in row.items()}
 
 
 @friendly_errors
@@ -79,6 +93,7 @@ def status(
     wait: float = typer.Option(
         0, "--wait", min=0, help="Seconds to wait until nothing is in flight; exit 3 if something still is."
     ),
+    fmt: Format = FORMAT,
 ) -> None:
     """Show accepted, rejected, processed and in-flight payments per batch and currency.
 
@@ -89,6 +104,7 @@ def status(
     them): as accepted and processed once booked, as accepted and dead-lettered once dead-lettered.
 
     Example: remit status --tenant anz --wait 60
+             remit status --format csv > status.csv
     """
 
     async def go(uow: UnitOfWorkFactory) -> StatusView:
@@ -100,7 +116,12 @@ def status(
         return StatusView(rows, relay, await breaker_notice(uow, datetime.now(UTC)))
 
     view = run(with_uow(go))
-    console.print(summary_table(view.rows))
+    if fmt is Format.JSON:
+        print_json(console, summary_records(view.rows))
+    elif fmt is Format.CSV:
+        print_csv(console, SUMMARY_FIELDS, summary_records(view.rows))
+    else:
+        print_table(console, summary_table(view.rows))
     threshold = get_settings().relay_backlog_alert_seconds
     breaker = view.breaker.describe(datetime.now(UTC)) if view.breaker else None
     for problem in (view.relay.problem(threshold), view.relay.refusals(threshold), breaker):

@@ -11,11 +11,13 @@ from rich.table import Table
 from app.bankfiles.formats import FORMAT_NAMES, parse_format
 from app.cli.common import console, err_console, friendly_errors, run, with_uow
 from app.cli.ingest_progress import ingest_progress
+from app.cli.listing import free, keep, number, print_table
 from app.cli.safe_console import line
 from app.publisher.accept import submit_batch
 from app.publisher.commands import BatchAccepted, SubmitBatch
 from app.settings import get_settings
 from app.tenancy.tenants import tenant_or_default
+from contracts.amounts import amount_cell
 
 MAX_REJECTIONS_SHOWN = 50
 
@@ -66,15 +68,15 @@ def _print(result: BatchAccepted) -> None:
             f"{result.accepted} accepted, {result.rejected_count} rejected",
         )
     )
-    totals = Table("currency", "accepted", "amount (cents)")
+    totals = Table(keep("currency"), number("accepted"), number("amount (minor units)"))
     for total in result.totals:
-        totals.add_row(total.currency, str(total.count), str(total.amount_cents))
-    console.print(totals)
+        totals.add_row(total.currency, f"{total.count:,}", amount_cell(total.amount_cents, total.currency))
+    print_table(console, totals)
     if result.rejections:
-        rejected = Table("line", "payment_reference", "why", title="rejected rows", style="red")
+        rejected = Table(number("line"), keep("payment_reference"), free("why"), title="rejected rows", style="red")
         for r in result.rejections[:MAX_REJECTIONS_SHOWN]:
             rejected.add_row(str(r.row_number), r.payment_reference or "", "; ".join(r.errors))
-        err_console.print(rejected)
+        print_table(err_console, rejected)
         if result.rejected_count > MAX_REJECTIONS_SHOWN:
             err_console.print(
                 f"... and {result.rejected_count - MAX_REJECTIONS_SHOWN} more: "

@@ -2,13 +2,14 @@
 resume tenants, set their limits, rotate their RabbitMQ credentials. Every change is the tenants service's
 (app/tenancy/admin.py), which the admin API calls too."""
 
-from dataclasses import asdict
+from dataclasses import asdict, fields
 
 import typer
 from rich.table import Table
 
 from app.bootstrap import Operator
 from app.cli.common import console, friendly_errors, run, with_operator, with_uow
+from app.cli.listing import FORMAT, Format, keep, number, print_csv, print_json, print_table, records
 from app.cli.safe_console import line
 from app.storage.ports.tenants import Tenant
 from app.tenancy.deletion import Deletion
@@ -81,13 +82,23 @@ def rotate_credentials(tenant_id: str = typer.Argument(..., help="Tenant id.")) 
 
 @tenants_app.command("list")
 @friendly_errors
-def list_() -> None:
+def list_(fmt: Format = FORMAT) -> None:
     """List tenants with their status (active, suspended, draining: being deleted, deleted).
 
-    Example: remit tenants list
+    --format json and csv give every field of each tenant, its limits too.
+
+    Example: remit tenants list            remit tenants list --format csv
     """
     rows = run(with_uow(list_tenants))
-    table = Table("tenant", "name", "tier", "status", "dedicated queue", "default ttl (s)")
+    if fmt is Format.JSON:
+        print_json(console, records(rows))
+        return
+    if fmt is Format.CSV:
+        print_csv(console, [f.name for f in fields(Tenant)], records(rows))
+        return
+    table = Table(
+        keep("tenant"), keep("name"), keep("tier"), keep("status"), keep("dedicated queue"), number("default ttl (s)")
+    )
     for row in rows:
         status = f"deleted {row.deleted_at:%Y-%m-%d}" if row.deleted_at else row.status
         table.add_row(
@@ -96,9 +107,9 @@ def list_() -> None:
             row.tier,
             status,
             "yes" if row.dedicated_queue else "",
-            str(row.default_ttl_seconds),
+            f"{row.default_ttl_seconds:,}",
         )
-    console.print(table)
+    print_table(console, table)
 
 
 @tenants_app.command("show")

@@ -2,13 +2,15 @@
 or batch row: accepted, published, each failed delivery with its delay, dead-lettered, replayed or
 discarded (by whom, why), processed, and what the last reconciliation said."""
 
+from typing import Any
+
 import typer
 from rich.console import Group
 from rich.panel import Panel
 from rich.table import Table
 
 from app.cli.common import console, friendly_errors, run, with_uow
-from app.cli.dlq_views import to_json
+from app.cli.listing import FORMAT, JSON, Format, chosen, free, keep, number, print_csv, print_json, print_table
 from app.cli.safe_console import styled
 from app.known_filters import check_known
 from app.settings import get_settings
@@ -17,6 +19,7 @@ from app.tracing import wording
 from app.tracing.lookup import PaymentQuery
 from app.tracing.model import PaymentTrace
 from app.tracing.service import trace_payment
+from contracts.amounts import amount_text
 
 
 @friendly_errors
@@ -28,7 +31,8 @@ def trace(
     tenant: str | None = typer.Option(
         None, "--tenant", help="Only this tenant's payments (when several tenants use the id or reference)."
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
+    fmt: Format = FORMAT,
+    as_json: bool = JSON,
 ) -> None:
     """Show a payment's whole life in order with timestamps; account numbers masked.
 
@@ -38,7 +42,11 @@ def trace(
       remit trace 0196b0a4-6f1e-7c3a-9d2b-5e8f0a1b2c3d
       remit trace PAY-ANZ-2025-00198432 --tenant anz
       remit trace bulk_anz_20250501_batch_0001 --row 7
+      remit trace PAY-ANZ-2025-00198432 --format csv     # its events, a row each
+
+    --format json prints the whole trace as one document; csv a row per event, with the payment's ids on each.
     """
+    fmt = chosen(fmt, as_json)
     query = PaymentQuery(identifier, row)
 
     async def find(uow: UnitOfWorkFactory) -> PaymentTrace:
@@ -46,17 +54,41 @@ def trace(
         return await trace_payment(uow, query, tenant, core=get_settings().core_banking_label())
 
     found = run(with_uow(find))
-    if as_json:
-        console.print_json(to_json(found))
+    if fmt is Format.JSON:
+        print_json(console, found)
+    elif fmt is Format.CSV:
+        print_csv(console, EVENT_FIELDS, event_records(found))
     else:
-        console.print(trace_view(found))
+        print_table(console, trace_view(found))
+
+
+EVENT_FIELDS = ["tenant_id", "message_id", "payment_reference", "correlation_id", "n", "at", "after_seconds", "stage",
+                "summary", "details"]  # fmt: skip
+
+
+def event_records(t: PaymentTrace) -> list[dict[str, Any]]:
+    """A row per event, in order, each naming the payment, so that rows of several traces can be put together."""
+    payment = {"tenant_id": t.tenant_id, "message_id": t.message_id, "payment_reference": t.payment_reference,
+               "correlation_id": t.correlation_id}  # fmt: skip
+    return [
+        {
+            **payment,
+            "n": n,
+            "at": e.at,
+            "after_seconds": e.after_seconds,
+            "stage": e.stage,
+            "summary": e.summary,
+            "details": e.details,
+        }
+        for n, e in enumerate(t.events, start=1)
+    ]
 
 
 def trace_view(t: PaymentTrace) -> Group:
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style="bold")
     facts.add_column()
-    amount = f"{t.amount_cents:,} {t.currency} (minor units)" if t.amount_cents is not None else ""
+    amount = amount_text(t.amount_cents, t.currency)
     for name, value in (
         ("state", t.state),
         ("tenant", t.tenant_id or "(none)"),
@@ -71,7 +103,9 @@ def trace_view(t: PaymentTrace) -> Group:
         ("reconciliation", wording.verdict(t.reconciliation) if t.message_id else "not reconciled (never a message)"),
     ):
         facts.add_row(name, str(value or ""))
-    events = Table("#", "at (UTC)", "after", "stage", "what happened", title="its life, in order")
+    events = Table(
+        number("#"), keep("at (UTC)"), keep("after"), keep("stage"), free("what happened"), title="its life, in order"
+    )
     for n, e in enumerate(t.events, start=1):
         at = wording.moment(e.at).removesuffix(" UTC")
         events.add_row(str(n), at, wording.delay(e.after_seconds), e.stage, e.summary)

@@ -1,9 +1,11 @@
 """The audit trail: who replayed, resolved, discarded or was refused which dead letter, when, why, and
 whether for real. Replay requests as a whole are in app/deadletters/requests.py; each entry names its own."""
 
+from dataclasses import replace
 from datetime import datetime
 from uuid import UUID
 
+from app.deadletters.masking import mask_text
 from app.storage.ports.audit import AuditEntry as AuditEntry
 from app.storage.ports.audit import DeadLetterAudit, NewAuditEntry
 from app.storage.ports.dead_letters import DeadLetterRecord
@@ -56,5 +58,13 @@ async def list_audit(
     dead_letter_id: int | None = None,
     limit: int = 100,
 ) -> list[AuditEntry]:
+    """Newest first, with account numbers in the notes and outcomes masked (as the trace shows them)."""
     async with uow_factory() as uow:
-        return await uow.audit.entries(tenant, dead_letter_id, limit)
+        entries = await uow.audit.entries(tenant, dead_letter_id, limit)
+    return [masked(e) for e in entries]
+
+
+def masked(entry: AuditEntry) -> AuditEntry:
+    """A note (`--why`) and an outcome are free text a person typed or a rule wrote: an account number in either
+    is shown masked, with app/deadletters/masking.py's rule, wherever the trail is read (CLI, API, console)."""
+    return replace(entry, why=entry.why and mask_text(entry.why), outcome=mask_text(entry.outcome))

@@ -108,19 +108,26 @@ class Readable:
             return cls(None, None, f"not a JSON object ({type(exc).__name__})")
 
 
-# A refusal's detail reaches the CLI and the HTTP API (the outcomes of POST /v1/dead-letters/replay) alike.
+# A refusal's detail reaches the CLI and the HTTP API (the outcomes of POST /v1/dead-letters/replay) alike. Who may
+# force (operators, admin keys) is told how; a tenant's key, which may not, is told who can.
 FORCE = '--force (over HTTP: "force": true)'
+USE_FORCE = f"use {FORCE}"
+ASK_OPERATOR = "ask an operator to force the replay (a tenant's key may not)"
 
 
-def decide(row: Any, readable: Readable, facts: Facts, force: bool, budget: int, now: datetime) -> Decision:
-    """The replay rules, in order. Pure: the tests call it directly."""
+def decide(
+    row: Any, readable: Readable, facts: Facts, force: bool, budget: int, now: datetime, *, may_force: bool = True
+) -> Decision:
+    """The replay rules, in order. Pure: the tests call it directly. `may_force`: whether the caller could force
+    (what a refusal suggests)."""
+    then = USE_FORCE if may_force else ASK_OPERATOR
     if row.status == reasons.ALREADY_PROCESSED:
         return _refuse(
             "its payment was booked before this copy was dead-lettered (remit trace shows it): nothing to replay"
         )
     if row.status in (reasons.RESOLVED, reasons.DISCARDED):
         return _refuse(f"it is {row.status}; only open dead letters are replayed")
-    if refusal := _security_refusal(row):
+    if refusal := _security_refusal(row, may_force):
         return _refuse(refusal)
     if row.reason == reasons.DUPLICATE_CONFLICT:  # before `processed`: the record is of another payment
         return _refuse(
@@ -134,22 +141,22 @@ def decide(row: Any, readable: Readable, facts: Facts, force: bool, budget: int,
     if refusal := _not_a_payment_of_its_tenant(row, readable):
         return _refuse(refusal)
     if row.reason in reasons.PERMANENT and not force:
-        return _refuse(f"{row.reason} is a permanent failure and would fail again; fix the cause, then use {FORCE}")
+        return _refuse(f"{row.reason} is a permanent failure and would fail again; fix the cause, then {then}")
     if row.tenant_basis == LEGACY and not force:
         return _refuse(
             "it was archived before publishers' identities were recorded, so its tenant is only what its "
-            f"header claimed: check who sent it, then use {FORCE}"
+            f"header claimed: check who sent it, then {then}"
         )
-    return _limits(row, readable, facts, budget, now, force)
+    return _limits(row, readable, facts, budget, now, force, then)
 
 
-def _security_refusal(row: Any) -> str | None:
+def _security_refusal(row: Any, may_force: bool) -> str | None:
     """What no force makes replayable, checked before anything else: a replay publishes as our own
     login, which the consumer trusts for any tenant."""
     if row.reason == reasons.TENANT_MISMATCH:
         return (
-            f"tenant_mismatch dead letters are never replayed, not even with {FORCE}: its publisher may not pay "
-            "for the tenant it names (a security event). Discard it"
+            f"tenant_mismatch dead letters are never replayed{f', not even with {FORCE}' if may_force else ''}: "
+            "its publisher may not pay for the tenant it names (a security event). Discard it"
         )
     if row.body_truncated:
         return (
@@ -174,7 +181,7 @@ def _not_a_payment_of_its_tenant(row: Any, readable: Readable) -> str | None:
     return None
 
 
-def _limits(row: Any, readable: Readable, facts: Facts, budget: int, now: datetime, force: bool) -> Decision:
+def _limits(row: Any, readable: Readable, facts: Facts, budget: int, now: datetime, force: bool, then: str) -> Decision:
     """Retention, replay budget and TTL: a replay that could pay twice, loop, or only expire."""
     payment = readable.payment
     assert payment is not None
@@ -195,10 +202,10 @@ def _limits(row: Any, readable: Readable, facts: Facts, budget: int, now: dateti
             f"its TTL ran out at {payment.expires_at:%Y-%m-%d %H:%M:%S}Z and the consumer would dead-letter it "
             "as expired: resubmit the payment as a new batch"
         )
-    return _at_the_core(row, payment, facts.core, force)
+    return _at_the_core(row, payment, facts.core, force, then)
 
 
-def _at_the_core(row: Any, payment: PaymentMessage, core: CoreKey | None, force: bool) -> Decision:
+def _at_the_core(row: Any, payment: PaymentMessage, core: CoreKey | None, force: bool, then: str) -> Decision:
     """What the replay does given what the external core holds under the payment's current key."""
     republished = f"republished to {payment.tenant_id}.payment with message_id {payment.message_id}"
     if core is None:  # the in-process ledger: nothing outside remit remembers the payment
@@ -234,7 +241,7 @@ def _at_the_core(row: Any, payment: PaymentMessage, core: CoreKey | None, force:
         following = transfer_key(payment.tenant_id, payment.message_id, core.generation + 1)
         if not force:
             return _refuse(
-                f"{refused}: a replay under it is refused again. Fix the cause, then use {FORCE}: the payment is "
+                f"{refused}: a replay under it is refused again. Fix the cause, then {then}: the payment is "
                 f"sent as a new attempt under key {following}"
             )
         return Decision(
@@ -360,7 +367,9 @@ class _Replayer:
             readable = Readable.of(row.body)
             message_id = readable.payment.message_id if readable.payment else row.message_id
             facts = await self._facts(uow, row, message_id, readable)
-            decision = decide(row, readable, facts, request.force, self._policy.budget, self._now)
+            decision = decide(
+                row, readable, facts, request.force, self._policy.budget, self._now, may_force=request.may_force
+            )
             if decision.verdict != "refuse" and not request.dry_run:
                 await self._apply(uow, row, readable, decision)
             await audit.record(

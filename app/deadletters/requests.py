@@ -5,8 +5,9 @@ refused as a whole (force from a tenant's key, another tenant's id, no selection
 as one that replayed a thousand dead letters. The dead letters it touched point at it (dead_letter_audit).
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from app.deadletters.masking import mask_text
 from app.deadletters.query import DeadLetterFilter
 from app.storage.ports.replay_requests import NewReplayRequest
 from app.storage.ports.replay_requests import RequestEntry as RequestEntry
@@ -78,6 +79,8 @@ async def list_requests(
     uow_factory: UnitOfWorkFactory, tenant: str | None = None, limit: int = 100
 ) -> list[RequestEntry]:
     """Newest first. For one tenant: the requests made in its scope, and those that touched its dead letters
-    (an operator's replay by id is made in no tenant's scope)."""
+    (an operator's replay by id is made in no tenant's scope). Notes and outcomes masked like the audit entries'
+    (app/deadletters/audit.py)."""
     async with uow_factory() as uow:
-        return await uow.replay_requests.entries(tenant, limit)
+        entries = await uow.replay_requests.entries(tenant, limit)
+    return [replace(r, why=r.why and mask_text(r.why), outcome=mask_text(r.outcome)) for r in entries]

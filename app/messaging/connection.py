@@ -1,6 +1,7 @@
 """AMQP connections: publisher channels always confirm and raise on unroutable messages; a lost connection
 comes back by itself, backing off (app/messaging/reconnect.py)."""
 
+import shlex
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 import aio_pika
@@ -30,6 +31,10 @@ async def connect(amqp_url: str, name: str, wait_seconds: float = BROKER_WAIT_SE
         raise UsageError(
             f"RabbitMQ refused the login of {login_of(amqp_url)!r}: check the user and password in REMIT_AMQP_URL"
         ) from exc
+    except aio_pika.exceptions.InvalidFrameError as exc:
+        if not vhost_refused(exc):
+            raise
+        raise UsageError(no_vhost(amqp_url)) from exc
     except (OSError, aio_pika.exceptions.AMQPConnectionError) as exc:
         host = urlsplit(amqp_url).hostname
         raise ServiceUnavailable(
@@ -44,6 +49,26 @@ def _broker_not_up_yet(exc: BaseException) -> bool:
     if isinstance(exc, aio_pika.exceptions.ProbableAuthenticationError):
         return False
     return isinstance(exc, OSError | aio_pika.exceptions.AMQPConnectionError)
+
+
+def vhost_refused(exc: BaseException) -> bool:
+    """The login was accepted and the broker closed the connection instead of opening its vhost: the vhost does
+    not exist, or the user has no permissions in it (530 NOT_ALLOWED either way). aiormq 7 raises that as an
+    InvalidFrameError naming the Connection.OpenOk it expected (the Close frame, with its text, is not kept);
+    tests/integration/test_broker_wait.py fails if a release says it otherwise."""
+    return isinstance(exc, aio_pika.exceptions.InvalidFrameError) and "Connection.OpenOk" in str(exc)
+
+
+def no_vhost(amqp_url: str) -> str:
+    """What is wrong and how to fix it, in one line: a vhost RabbitMQ would not open for remit's login."""
+    vhost, user = vhost_of(amqp_url), login_of(amqp_url)
+    v, u = shlex.quote(vhost), shlex.quote(user)
+    return (
+        f"RabbitMQ would not open vhost {vhost!r} (the path of REMIT_AMQP_URL) for user {user!r}: it does not "
+        f"exist, or the user has no rights in it. Create it: rabbitmqctl add_vhost {v} && rabbitmqctl "
+        f"set_permissions -p {v} {u} '.*' '.*' '.*'; or set REMIT_AMQP_URL to a vhost that exists (a URL ending "
+        "in / is the default vhost)"
+    )
 
 
 async def publisher_channel(connection: AbstractRobustConnection) -> AbstractRobustChannel:

@@ -58,6 +58,10 @@ class BackingOffConnection(aio_pika.RobustConnection):
     def _lost(self, _sender: object, exc: BaseException | None = None, *_: object) -> None:
         if self._close_called or self._outage.failures:  # closed on purpose, or already counted
             return
+        if not self.connection_attempt:
+            # Never opened: aio-pika does not retry a first connection, it raises to connect() (connection.py),
+            # which retries or says in one line what is wrong (a login or vhost refused); nothing to log here.
+            return
         self._wait = self._outage.failed(exc or ConnectionError("closed by the broker"))
         self._wait_ends = time.monotonic() + self._wait * 0.9
 

@@ -15,6 +15,7 @@ from app.deadletters.reasons import ALREADY_PROCESSED
 from app.messaging.headers import PROPERTIES_UNREADABLE
 from app.tracing import model as m
 from app.tracing.records import Records
+from contracts.amounts import amount_text
 
 _AUDIT_STAGES = {REPLAY: m.REPLAYED, REFUSE: m.REPLAY_REFUSED, RESOLVE: m.RESOLVED, DISCARD: m.DISCARDED}
 RETRYING = "retrying"  # delivery_attempts.outcome of a failure that goes round a delay queue
@@ -187,7 +188,7 @@ def _processed(records: Records) -> list[m.Event]:
         m.Event(
             done.processed_at if done is not None else booked.booked_at,
             m.PROCESSED,
-            f"processed{attempt}: booked as {where}, {booked.amount_cents:,} {booked.currency} (minor units)",
+            f"processed{attempt}: booked as {where}, {amount_text(booked.amount_cents, booked.currency)}",
             details,
         )
     ]

@@ -83,7 +83,7 @@ async def test_demo_flow_processes_exactly_what_was_accepted(fresh_env: ServiceE
     status = remit(fresh_env, "status", "--tenant", tenants["anz"])
     assert status.returncode == 0
     assert "AUD" in status.stdout
-    assert str(expected["anz"]["by_currency"]["AUD"]["amount_cents"]) in status.stdout
+    assert f"({expected['anz']['by_currency']['AUD']['amount_cents']:,})" in status.stdout  # beside the dollars
 
 
 async def test_cli_explains_bad_arguments(fresh_env: ServiceEnv) -> None:

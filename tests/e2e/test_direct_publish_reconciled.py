@@ -18,6 +18,7 @@ import asyncpg
 import pytest
 
 from app.storage.migrations import upgrade_to_head
+from contracts.amounts import amount_cell
 from tests.utils.factories import make_wire_dict, new_tenant_id, to_wire_bytes
 from tests.utils.services import ROOT, ServiceEnv, ServiceProcess, create_database, drop_database, eventually
 
@@ -103,8 +104,8 @@ async def test_a_clean_day_of_direct_publishing_shows_in_status_and_reconciles(
         assert status.returncode == 0, status.stderr
         row = next(line for line in status.stdout.splitlines() if batch in line)
         cells = [c.strip() for c in re.split(r"[│┃|]", row) if c.strip()]
-        total = str(sum(amounts))
-        # tenant, batch, cur, accepted, cents, rejected, processed, cents, dead-lettered, in flight, over amqp
+        total = amount_cell(sum(amounts), "AUD")  # '123.45 (12,345)'
+        # tenant, batch, cur, accepted, amount, rejected, processed, amount, dead-lettered, in flight, over amqp
         assert cells == [tenant, batch, "AUD", "3", total, "0", "3", total, "0", "0", "3"], status.stdout
 
     out = tmp_path / "recon"

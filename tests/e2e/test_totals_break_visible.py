@@ -31,7 +31,9 @@ def reconcile(world: OwnWorld, out: Path) -> subprocess.CompletedProcess[str]:
     args = ["reconcile", "--as-of", "now", "--out", str(out), "--master", "local[1]"]
     return subprocess.run(
         [sys.executable, "-m", "app.cli", *args],
-        env=world.service_env.env(COLUMNS="250"),
+        # Narrower than the table: stdout is not a terminal, so every value is still whole on its row's line (item 5
+        # of the issue: at 80 columns the cells were `b…` and `RECONCI…`).
+        env=world.service_env.env(COLUMNS="80"),
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -12,6 +12,8 @@ stopped with a traceback (rich's MarkupError on the message_id's `[/]`), `remit 
 `[link=...]` into a hyperlink, and the raw bytes of `remit report` went to the terminal as they were.
 """
 
+import csv
+import io
 import json
 import os
 import pty
@@ -148,6 +150,12 @@ async def test_a_direct_publishers_escape_codes_reach_no_operator_terminal(
     assert traced_json["payment_reference"] == REFERENCE  # JSON keeps the value, escaped by JSON itself
     assert unsafe_in_a_terminal(run_in_a_terminal(env, "trace", message_id, "--tenant", tenant)) == []
     assert unsafe_in_a_terminal(run_in_a_terminal(env, "dlq", "list", "--tenant", tenant)) == []
+    # CSV: shown escaped on a terminal; a pipe gets the values as they are, for the program reading them.
+    as_csv = ("dlq", "list", "--tenant", tenant, "--status", "all", "--format", "csv")
+    assert unsafe_in_a_terminal(run_in_a_terminal(env, *as_csv)) == []
+    code, piped, _ = await remit_bytes(env, *as_csv)
+    assert code == 0
+    assert REFERENCE in {r["payment_reference"] for r in csv.DictReader(io.StringIO(piped.decode(), newline=""))}
 
 
 async def test_a_bank_files_escape_codes_reach_no_operator_terminal(

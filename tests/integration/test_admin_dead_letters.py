@@ -159,7 +159,10 @@ async def test_replay_needs_a_selection_and_permanent_failures_need_force(
         await client.post("/v1/dead-letters/replay", headers=as_tenant, json={"ids": [dead], "dry_run": True})
     ).json()
     assert refused["outcomes"][0]["action"] == "refused"
-    assert '"force": true' in refused["outcomes"][0]["detail"]  # speaks HTTP, not only the CLI's flag
+    # A tenant's key may not force: the refusal says who can, and suggests no flag it would be refused.
+    assert "ask an operator to force the replay" in refused["outcomes"][0]["detail"]
+    assert 'force": true' not in refused["outcomes"][0]["detail"]
+    assert "--force" not in refused["outcomes"][0]["detail"]
     # Force is for admin keys: a tenant's own key is refused, and the attempt is in the audit trail.
     forced = {"ids": [dead], "dry_run": True, "force": True}
     by_tenant = await client.post("/v1/dead-letters/replay", headers=as_tenant, json=forced)
@@ -178,6 +181,8 @@ async def test_replay_needs_a_selection_and_permanent_failures_need_force(
     ]
     assert "admin" in requests[0]["outcome"]
     assert all(r["actor"].startswith(f"{tenant} ops [key ") and r["tenant_id"] == tenant for r in requests)
+    unforced = await client.post("/v1/dead-letters/replay", headers=as_admin, json={"ids": [dead], "dry_run": True})
+    assert '"force": true' in unforced.json()["outcomes"][0]["detail"]  # an admin may: told how, in HTTP's words
 
 
 async def test_a_forced_replay_reads_as_forced_in_the_payments_trace_over_http(

@@ -15,7 +15,8 @@ from app.publisher.commands import BatchAccepted, SubmitBatch
 from app.settings import Settings
 from app.storage.unit_of_work import UnitOfWorkFactory
 from tests.utils.admin import admin_client, admin_key, log_in, tenant_key
-from tests.utils.factories import new_message_id
+from tests.utils.dead_letters import archive_as_consumer
+from tests.utils.factories import make_wire_dict, new_message_id
 from tests.utils.reconciliation_runs import recorded_run
 from tests.utils.world import fresh_tenant, outbox_rows, payment_row, write_csv
 
@@ -117,3 +118,30 @@ async def test_reconciliation_pages_show_a_tenant_its_own_breaks_and_an_admin_th
     assert mine["message_id"] in page
     assert theirs["message_id"] in page
     assert "Result" in page
+
+
+async def test_amounts_read_in_the_currencys_unit_beside_the_minor_units(
+    client: httpx.AsyncClient, uow_factory: UnitOfWorkFactory, tmp_path: Path
+) -> None:
+    """The same 45,050 minor units in currencies of 2, 0 and 3 decimal places (ISO 4217): 450.50 AUD, 45,050 JPY,
+    45.050 KWD, each beside its minor units, on the tenant's pages and an operator's (before: '45,050' alone,
+    '(minor units)')."""
+    tenant = await fresh_tenant(uow_factory)
+    rows = [payment_row(n, currency=c, amount_cents=45_050) for n, c in enumerate(("AUD", "JPY", "KWD"))]
+    batch = (await submitted(uow_factory, tenant, tmp_path / "three.csv", rows)).correlation_id
+    kwd = next(r for r in await outbox_rows(uow_factory, batch) if r.currency == "KWD")
+    dead = await archive_as_consumer(uow_factory, make_wire_dict(tenant_id=tenant, currency="KWD", amount_cents=7))
+    cells = [
+        '<td class="num">450.50 <span class="muted">(45,050 cents)</span></td>',
+        '<td class="num">45,050</td>',  # JPY has no minor unit: the yen is the unit
+        '<td class="num">45.050 <span class="muted">(45,050 minor units)</span></td>',  # fils
+    ]
+    for key in (await tenant_key(uow_factory, tenant), await admin_key(uow_factory)):
+        await log_in(client, key)
+        page = (await client.get(f"/console/batches/{batch}")).text
+        assert all(cell in page for cell in cells), page
+        traced = (await client.get(f"/console/payments?id={kwd.message_id}&tenant={tenant}")).text
+        assert "<dd>45.050 KWD (45,050 minor units)</dd>" in traced
+        listed = (await client.get(f"/console/dead-letters?tenant={tenant}")).text
+        assert '0.007 <span class="muted">(7 minor units)</span>' in listed  # the list and its value at risk
+        assert "0.007 KWD (7 minor units)" in (await client.get(f"/console/dead-letters/{dead}")).text

@@ -57,9 +57,11 @@ async def test_a_direct_publishers_dead_lettered_payments_count_in_its_batch(
     # tenant, batch, cur, accepted, cents, rejected, processed, cents, dead-lettered, in flight, over amqp
     code, out = await remit(service_env.env(COLUMNS="250"), "status", "--batch", batch)
     assert code == 0, out
-    assert status_cells(out, batch) == [tenant, batch, "AUD", "3", "13945", "0", "1", "12345", "2", "0", "3"], out
+    # Amounts in the currency's unit beside the minor units (app/cli/listing.py, contracts/amounts.py).
+    cells = ["3", "139.45 (13,945)", "0", "1", "123.45 (12,345)", "2", "0", "3"]
+    assert status_cells(out, batch) == [tenant, batch, "AUD", *cells], out
     code, out = await remit(service_env.env(COLUMNS="250"), "status", "--tenant", tenant)  # among its latest
-    assert status_cells(out, batch)[3:] == ["3", "13945", "0", "1", "12345", "2", "0", "3"], out
+    assert status_cells(out, batch)[3:] == cells, out
 
     expected = {
         "currency": "AUD",

@@ -20,6 +20,9 @@ from app.cli.purge import purge_command
 from app.resources import uow_factory_for
 from app.settings import get_settings
 from app.storage.engine import make_engine
+from app.tracing.lookup import PaymentQuery
+from app.tracing.model import PaymentTrace
+from app.tracing.service import trace_payment
 from tests.utils.dead_letters import archive_as_consumer
 from tests.utils.factories import make_wire_dict, new_tenant_id
 from tests.utils.services import ROOT
@@ -203,6 +206,39 @@ def test_discard_needs_a_reason_marks_it_and_shows_in_the_audit(database_url: st
         False,
     )
     assert "discard" in invoke("dlq", "audit", "--tenant", tenant).stdout
+
+
+def test_the_audit_masks_an_operators_note_as_the_trace_does(database_url: str) -> None:
+    """An account number typed into a note (`--why`, a discard's `--reason`): the audit trail showed it in full
+    while `remit trace` masked it; both mask it now, in the table, JSON and CSV alike."""
+    tenant = new_tenant_id()
+    wire = make_wire_dict(tenant_id=tenant)
+    [replayed, discarded] = seed(
+        database_url, (make_wire_dict(tenant_id=tenant), "retries_exhausted"), (wire, "invalid")
+    )
+    note = "customer 987654321 called; account 123456789 reopened"
+    masked = "customer ******321 called; account ******789 reopened"
+    assert invoke("dlq", "replay", str(replayed), "--dry-run", "--why", note).exit_code == 0
+    assert invoke("dlq", "discard", str(discarded), "--reason", note).exit_code == 0
+
+    trail = as_json(invoke("dlq", "audit", "--tenant", tenant, "--json"))
+    assert [e["why"] for e in trail["audit"]] == [masked, masked]
+    assert [r["why"] for r in trail["requests"]] == [masked]
+    assert [e["why"] for e in as_json(invoke("dlq", "show", str(discarded), "--json"))["audit"]] == [masked]
+    shown = invoke("dlq", "audit", "--tenant", tenant, "--format", "csv").stdout + invoke("dlq", "audit").stdout
+    assert "******789" in shown
+    assert "123456789" not in shown
+    assert "987654321" not in shown
+    traced = asyncio.run(_trace(database_url, str(wire["message_id"]), tenant))
+    assert [e.details["why"] for e in traced.events if e.details.get("why")] == [masked]  # the same words
+
+
+async def _trace(database_url: str, message_id: str, tenant: str) -> PaymentTrace:
+    engine = make_engine(database_url, pool_size=1)
+    try:
+        return await trace_payment(uow_factory_for(engine), PaymentQuery(message_id, None), tenant)
+    finally:
+        await engine.dispose()
 
 
 def test_every_command_has_an_example_in_its_help() -> None:

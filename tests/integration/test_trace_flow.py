@@ -126,6 +126,7 @@ async def test_a_payment_is_traced_through_retries_dead_letter_replay_and_proces
 
     good = await traced(good_ref)
     assert [e.stage for e in good.events] == ["accepted", "published", "processed"]
+    assert good.events[-1].summary.endswith(", 10.01 AUD (1,001 cents)")  # the booking's amount, as people read it
 
     rejected = await traced(batch.correlation_id, INVALID_LINE)
     assert (rejected.state, rejected.message_id, rejected.origin) == ("rejected", None, "rejected at validation")

@@ -226,3 +226,40 @@ def test_a_core_that_does_not_answer_refuses_a_refusals_replay_and_lets_a_transi
 def test_the_budget_and_the_ttl_are_checked_before_the_core_is_believed() -> None:
     used = replace(at_core("rejected", reason="account_closed"), replays_used=3)
     assert decided(Row(reason="account_closed"), used, force=True).verdict == "refuse"
+
+
+# ---------------------------------------------------------------- who is told to force: only who may
+
+
+def told(row: Row, facts: Facts = FRESH, raw: bytes | None = None, *, may_force: bool) -> str:
+    decision = decide(row, Readable.of(raw or body()), facts, False, budget=3, now=NOW, may_force=may_force)
+    assert decision.verdict == "refuse"
+    return decision.detail
+
+
+MESSAGE_ID = "01960000-0000-7000-8000-000000000042"
+REFUSALS_THAT_FORCE_WOULD_LIFT = {
+    "permanent failure": (Row(reason="account_closed"), FRESH),
+    "archived before identities": (Row(tenant_basis="legacy"), FRESH),
+    "refused by the core for good": (Row(), at_core("rejected", raw=body(message_id=MESSAGE_ID), reason="AC04")),
+}
+
+
+@pytest.mark.parametrize("case", REFUSALS_THAT_FORCE_WOULD_LIFT)
+def test_a_tenant_is_told_to_ask_an_operator_and_an_operator_how_to_force(case: str) -> None:
+    row, facts = REFUSALS_THAT_FORCE_WOULD_LIFT[case]
+    raw = body(message_id=MESSAGE_ID)
+    tenant = told(row, facts, raw, may_force=False)
+    assert "ask an operator to force the replay (a tenant's key may not)" in tenant
+    assert "--force" not in tenant
+    assert '"force": true' not in tenant
+    operator = told(row, facts, raw, may_force=True)
+    assert f"use {FORCE}" in operator
+    assert "ask an operator" not in operator
+
+
+def test_a_tenant_mismatch_names_no_force_to_a_tenant() -> None:
+    tenant = told(Row(reason="tenant_mismatch"), may_force=False)
+    assert tenant.startswith("tenant_mismatch dead letters are never replayed: its publisher may not pay")
+    assert "force" not in tenant
+    assert "not even with --force" in told(Row(reason="tenant_mismatch"), may_force=True)

@@ -7,11 +7,13 @@ from typing import Any
 
 from fastapi import Request
 from fastapi.templating import Jinja2Templates
+from markupsafe import Markup
 from starlette.responses import Response
 
 from app.admin.console.context import ConsoleContext
 from app.observability.queue_overview import format_age
 from app.tracing import wording
+from contracts.amounts import amount_text, exponent, major_units, minor_name
 
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")  # autoescapes .html
 
@@ -33,8 +35,21 @@ def when(value: datetime | None) -> str:
 
 
 def minor(value: int | None) -> str:
-    """Amounts stay in the currency's minor unit (as stored); thousands separated for reading."""
+    """A count (or minor units as stored), thousands separated for reading."""
     return "" if value is None else f"{value:,}"
+
+
+def money(cents: int | None, currency: str | None) -> Markup:
+    """An amount in a table cell: in the currency's unit (ISO 4217 exponent, contracts/amounts.py), the stored
+    minor units beside it, muted: `450.50 (45,050 cents)`. Markup.format escapes what it is given."""
+    if cents is None:
+        return Markup("")
+    major = major_units(cents, currency)
+    if major is None:
+        return Markup('{} <span class="muted">(minor units)</span>').format(f"{cents:,}")
+    if exponent(currency) == 0:
+        return Markup("{}").format(major)  # its major unit is its minor unit
+    return Markup('{} <span class="muted">({} {})</span>').format(major, f"{cents:,}", minor_name(currency))
 
 
 def pretty(value: Any) -> str:
@@ -44,6 +59,8 @@ def pretty(value: Any) -> str:
 templates.env.filters.update(
     when=when,
     minor=minor,
+    money=money,
+    amount=amount_text,
     pretty=pretty,
     moment=wording.moment,
     delay=wording.delay,
